@@ -1,0 +1,108 @@
+# Per-block dual vectors w_i and the vector algebra of one block step.
+#
+# All block vectors live in one flat array; block i occupies
+# values[ptr[i]:ptr[i+1]].  A block is either dense (support == NULL, m == d,
+# entry k is feature k) or sparse (entry k is feature support[k]).  The corner
+# w_s = psi_i(y) / (lam n) is read from a dense length-d array s times a scale,
+# so every helper costs O(m).
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner
+
+
+cdef inline float64_t _dot_block(const float64_t* wi, const int32_t* support, intp_t m,
+                                 const float64_t* w) noexcept nogil:
+    """<w_i, w>."""
+    cdef float64_t acc = 0.0
+    cdef intp_t k
+    if support == NULL:
+        for k in range(m):
+            acc += wi[k] * w[k]
+    else:
+        for k in range(m):
+            acc += wi[k] * w[support[k]]
+    return acc
+
+
+cdef inline void _direction_stats(const float64_t* wi, const int32_t* support, intp_t m,
+                                  const float64_t* s, float64_t scale, const float64_t* w,
+                                  float64_t* dot, float64_t* sqnorm) noexcept nogil:
+    """dot = <w_i - scale*s, w> and sqnorm = ||w_i - scale*s||^2 over the block."""
+    cdef float64_t acc_dot = 0.0, acc_sq = 0.0, diff
+    cdef intp_t k, g
+    if support == NULL:
+        for k in range(m):
+            diff = wi[k] - scale * s[k]
+            acc_dot += diff * w[k]
+            acc_sq += diff * diff
+    else:
+        for k in range(m):
+            g = support[k]
+            diff = wi[k] - scale * s[g]
+            acc_dot += diff * w[g]
+            acc_sq += diff * diff
+    dot[0] = acc_dot
+    sqnorm[0] = acc_sq
+
+
+cdef inline void _move_toward(float64_t* wi, const int32_t* support, intp_t m,
+                              const float64_t* s, float64_t scale, float64_t gamma,
+                              float64_t* w, float64_t* avg_u,
+                              float64_t avg_coef) noexcept nogil:
+    """w_i += gamma (scale*s - w_i); w gets the same change; avg_u += avg_coef * change."""
+    cdef float64_t delta
+    cdef intp_t k, g
+    if support == NULL:
+        if avg_u == NULL:
+            for k in range(m):
+                delta = gamma * (scale * s[k] - wi[k])
+                wi[k] += delta
+                w[k] += delta
+        else:
+            for k in range(m):
+                delta = gamma * (scale * s[k] - wi[k])
+                wi[k] += delta
+                w[k] += delta
+                avg_u[k] += avg_coef * delta
+    else:
+        for k in range(m):
+            g = support[k]
+            delta = gamma * (scale * s[g] - wi[k])
+            wi[k] += delta
+            w[g] += delta
+            if avg_u != NULL:
+                avg_u[g] += avg_coef * delta
+
+
+cdef inline void _scatter_psi(const Corner* c, float64_t* s) noexcept nogil:
+    """s[idx] += val for a sparse corner (s must be zero on entry)."""
+    cdef intp_t k
+    for k in range(c.psi_nnz):
+        s[c.psi_idx[k]] += c.psi_val[k]
+
+
+cdef inline void _clear_psi(const Corner* c, float64_t* s) noexcept nogil:
+    """Undo _scatter_psi: zero s at the corner's indices."""
+    cdef intp_t k
+    for k in range(c.psi_nnz):
+        s[c.psi_idx[k]] = 0.0
+
+
+cdef inline const float64_t* _corner_dense(const Corner* c, float64_t* s) noexcept nogil:
+    """Dense view of psi: the corner's own buffer, or s after scattering."""
+    if c.psi_idx == NULL:
+        return c.psi_val
+    _scatter_psi(c, s)
+    return s
+
+
+cdef inline float64_t _step_size(float64_t gap, float64_t curvature) noexcept nogil:
+    """Line-search step gap / curvature clipped to [0, 1].
+
+    curvature = lam ||w_i - w_s||^2.  When it is 0 the corner has the same w
+    and only the loss term moves: take the full step iff it increases the dual.
+    """
+    if curvature > 0.0:
+        if gap <= 0.0:
+            return 0.0
+        return 1.0 if gap >= curvature else gap / curvature
+    return 1.0 if gap > 0.0 else 0.0

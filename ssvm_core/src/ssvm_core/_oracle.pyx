@@ -1,0 +1,248 @@
+"""Max-oracle protocol: the ``MaxOracle`` base class and the Python adapter.
+
+A max oracle is a structured model bound to ``n_blocks`` training examples.
+For block ``i`` and weights ``w`` it performs loss-augmented decoding
+(``solve``) and re-evaluates stored labellings (``evaluate``), writing the
+labelling, ``psi_i(y) = phi(x_i, y_i) - phi(x_i, y)``, the task loss
+``L_i(y)`` and ``H_i(y; w) = L_i(y) - <w, psi_i(y)>`` into a ``Corner``.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+
+
+cdef class MaxOracle:
+    """Base class of compiled max oracles (see ``_oracle.pxd``).
+
+    Subclasses set ``n_blocks``, ``n_features``, ``max_labels``,
+    ``max_psi_nnz``, ``dense_psi`` and ``needs_gil`` at construction and
+    implement the C methods ``solve`` and ``evaluate``.
+    """
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} does not implement solve")
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} does not implement evaluate")
+
+    def block_support(self, i):
+        """Feature indices that ``psi_i(y)`` can touch, for any ``y``.
+
+        Returns ``None`` (all features) unless the oracle knows a smaller set;
+        solvers then store the block's dual vector ``w_i`` sparsely.
+        """
+        return None
+
+    def _check_block(self, i):
+        if not isinstance(i, numbers.Integral) or not 0 <= i < self.n_blocks:
+            raise IndexError(f"block index {i!r} outside [0, {self.n_blocks})")
+        return int(i)
+
+    def _check_w(self, w):
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_features,):
+            raise ValueError(f"w has shape {w.shape}, expected ({self.n_features},)")
+        return w
+
+    def solve_py(self, i, w):
+        """Python twin of ``solve``: ``(labels, psi, loss, score)``, psi dense."""
+        i = self._check_block(i)
+        cdef float64_t[::1] wv = self._check_w(w)
+        cdef CornerBuffer buf = CornerBuffer(self)
+        self.solve(i, &wv[0], &buf.corner)
+        return buf.labels(), buf.dense_psi(self.n_features), buf.corner.loss, buf.corner.score
+
+    def evaluate_py(self, i, labels, w):
+        """Python twin of ``evaluate``: ``(psi, loss, score)``, psi dense."""
+        i = self._check_block(i)
+        cdef float64_t[::1] wv = self._check_w(w)
+        cdef int32_t[::1] lab = _as_labels(labels, self.max_labels)
+        cdef CornerBuffer buf = CornerBuffer(self)
+        self.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], &wv[0],
+                      &buf.corner)
+        return buf.dense_psi(self.n_features), buf.corner.loss, buf.corner.score
+
+
+cdef int32_t[::1] _as_labels(object labels, intp_t max_labels):
+    arr = np.asarray(labels)
+    if arr.ndim != 1:
+        raise ValueError(f"a labelling must be 1-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"a labelling must hold integers, got dtype {arr.dtype}")
+    if arr.shape[0] > max_labels:
+        raise ValueError(f"labelling of length {arr.shape[0]} exceeds max_labels={max_labels}")
+    return np.ascontiguousarray(arr, dtype=np.int32)
+
+
+def labelling_key(labels) -> bytes:
+    """Compact, hashable key of a labelling (its int32 bytes)."""
+    return np.ascontiguousarray(labels, dtype=np.int32).tobytes()
+
+
+cdef class CornerBuffer:
+    """Memory for one ``Corner``, sized for ``oracle``."""
+
+    def __cinit__(self, MaxOracle oracle):
+        self._labels = np.zeros(max(oracle.max_labels, 1), dtype=np.int32)
+        self._idx = np.zeros(max(oracle.max_psi_nnz, 1), dtype=np.int32)
+        n_val = oracle.n_features if oracle.dense_psi else oracle.max_psi_nnz
+        self._val = np.zeros(max(n_val, 1), dtype=np.float64)
+        cdef int32_t[::1] lab = self._labels
+        cdef int32_t[::1] idx = self._idx
+        cdef float64_t[::1] val = self._val
+        self.corner.labels = &lab[0]
+        self.corner.psi_idx = NULL if oracle.dense_psi else &idx[0]
+        self.corner.psi_val = &val[0]
+        self.corner.n_labels = 0
+        self.corner.psi_nnz = 0
+        self.corner.loss = 0.0
+        self.corner.score = 0.0
+
+    def labels(self):
+        return self._labels[:self.corner.n_labels].copy()
+
+    def dense_psi(self, intp_t n_features):
+        cdef intp_t nnz = self.corner.psi_nnz
+        if self.corner.psi_idx == NULL:
+            return self._val[:n_features].copy()
+        psi = np.zeros(n_features)
+        np.add.at(psi, self._idx[:nnz], self._val[:nnz])
+        return psi
+
+
+cdef class PythonOracle(MaxOracle):
+    """Adapter making any Python object a ``MaxOracle``.
+
+    The object must have integer attributes ``n_blocks``, ``n_features`` and
+    ``max_labels`` and the methods
+
+    - ``solve(i, w) -> (labels, psi, loss)``: loss-augmented decoding,
+    - ``evaluate(i, labels, w) -> (psi, loss)``: a stored labelling,
+
+    where ``labels`` is a 1-D integer array, ``psi`` is ``psi_i(y)`` as a dense
+    vector, a sparse row/column, or an ``(indices, values)`` pair, and ``loss``
+    is ``L_i(y) >= 0``.  It may define ``max_psi_nnz`` (defaults to
+    ``n_features``) and ``block_support(i)``.  Each call takes the GIL once;
+    every answer is checked and a wrong shape or value raises ``ValueError``.
+    """
+
+    def __cinit__(self, obj):
+        for name in ("n_blocks", "n_features", "max_labels"):
+            if not isinstance(getattr(obj, name, None), numbers.Integral):
+                raise TypeError(
+                    f"{type(obj).__name__} must have an integer attribute {name!r} "
+                    "to be used as a max oracle")
+        for name in ("solve", "evaluate"):
+            if not callable(getattr(obj, name, None)):
+                raise TypeError(f"{type(obj).__name__} has no method {name!r}")
+        self.obj = obj
+        self.n_blocks = obj.n_blocks
+        self.n_features = obj.n_features
+        self.max_labels = obj.max_labels
+        self.max_psi_nnz = getattr(obj, "max_psi_nnz", obj.n_features)
+        if self.n_blocks < 1 or self.n_features < 1 or self.max_labels < 0:
+            raise ValueError("an oracle needs n_blocks >= 1, n_features >= 1 and max_labels >= 0")
+        self.dense_psi = False
+        self.needs_gil = True
+        self._w_ptr = NULL
+
+    def __reduce__(self):
+        return (PythonOracle, (self.obj,))
+
+    def block_support(self, i):
+        support = getattr(self.obj, "block_support", None)
+        return None if support is None else support(i)
+
+    cdef object _view_of(self, const float64_t* w):
+        # A read-only NumPy view of w, reused while the solver passes the same buffer.
+        if w != self._w_ptr:
+            view = np.asarray(<float64_t[:self.n_features]> <float64_t*> w)
+            view.flags.writeable = False
+            self._w_view = view
+            self._w_ptr = w
+        return self._w_view
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        with gil:
+            w_arr = self._view_of(w)
+            answer = self.obj.solve(i, w_arr)
+            if not isinstance(answer, tuple) or len(answer) != 3:
+                raise ValueError(f"{type(self.obj).__name__}.solve must return "
+                                 f"(labels, psi, loss), got {type(answer).__name__}")
+            self._store(answer[0], answer[1], answer[2], w_arr, out, "solve")
+        return 0
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        with gil:
+            w_arr = self._view_of(w)
+            lab = np.array(<const int32_t[:n_labels]> labels) if n_labels else np.zeros(0, np.int32)
+            answer = self.obj.evaluate(i, lab, w_arr)
+            if not isinstance(answer, tuple) or len(answer) != 2:
+                raise ValueError(f"{type(self.obj).__name__}.evaluate must return "
+                                 f"(psi, loss), got {type(answer).__name__}")
+            self._store(lab, answer[0], answer[1], w_arr, out, "evaluate")
+        return 0
+
+    cdef int _store(self, object labels, object psi, object loss, object w,
+                    Corner* out, str where) except -1:
+        who = f"{type(self.obj).__name__}.{where}"
+        cdef int32_t[::1] lab = _as_labels(labels, self.max_labels)
+        idx, val = _sparse_psi(psi, self.n_features, who)
+        if idx.shape[0] > self.max_psi_nnz:
+            raise ValueError(f"{who} returned psi with {idx.shape[0]} nonzeros, "
+                             f"more than max_psi_nnz={self.max_psi_nnz}")
+        loss = float(loss)
+        if not (loss >= 0.0 and np.isfinite(loss)):
+            raise ValueError(f"{who} returned loss {loss}; losses must be finite and >= 0")
+        cdef intp_t k
+        cdef int32_t[::1] iv = idx
+        cdef float64_t[::1] vv = val
+        for k in range(lab.shape[0]):
+            out.labels[k] = lab[k]
+        out.n_labels = lab.shape[0]
+        for k in range(iv.shape[0]):
+            out.psi_idx[k] = iv[k]
+            out.psi_val[k] = vv[k]
+        out.psi_nnz = iv.shape[0]
+        out.loss = loss
+        out.score = loss - float(np.dot(w[idx], val))
+        return 0
+
+
+def _sparse_psi(psi, intp_t n_features, str who):
+    """``psi`` in any accepted form as (int32 indices, float64 values)."""
+    if isinstance(psi, tuple):
+        if len(psi) != 2:
+            raise ValueError(f"{who}: a sparse psi must be an (indices, values) pair")
+        idx = np.asarray(psi[0])
+        val = np.asarray(psi[1], dtype=np.float64)
+        if idx.ndim != 1 or val.shape != idx.shape:
+            raise ValueError(f"{who}: psi indices and values must be 1-D of equal length, "
+                             f"got shapes {idx.shape} and {val.shape}")
+        if idx.size and (not np.issubdtype(idx.dtype, np.integer)
+                         or idx.min() < 0 or idx.max() >= n_features):
+            raise ValueError(f"{who}: psi indices must be integers in [0, {n_features})")
+    elif sp.issparse(psi):
+        if psi.shape not in ((1, n_features), (n_features, 1)):
+            raise ValueError(f"{who}: sparse psi has shape {psi.shape}, expected "
+                             f"(1, {n_features}) or ({n_features}, 1)")
+        coo = sp.coo_array(psi)
+        idx = coo.col if psi.shape[0] == 1 else coo.row
+        val = np.asarray(coo.data, dtype=np.float64)
+    else:
+        dense = np.asarray(psi, dtype=np.float64)
+        if dense.shape != (n_features,):
+            raise ValueError(f"{who}: psi has shape {dense.shape}, expected ({n_features},)")
+        idx = np.flatnonzero(dense)
+        val = dense[idx]
+    if not np.all(np.isfinite(val)):
+        raise ValueError(f"{who}: psi has non-finite values")
+    return np.ascontiguousarray(idx, dtype=np.int32), np.ascontiguousarray(val)

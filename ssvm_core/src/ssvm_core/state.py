@@ -1,0 +1,206 @@
+"""The solver state: the dual iterate, its averages and bookkeeping."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from ssvm_core._oracle import MaxOracle
+
+_FORMAT_VERSION = 1
+_ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
+           "block_gap_estimates", "avg_u")
+_SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging")
+_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed")
+
+
+class SolverState:
+    """Dual iterate of the n-slack SSVM dual, owned by the Python solver.
+
+    The dual variables alpha enter only through w_i = A alpha_[i] and
+    ell_i = b^T alpha_[i] (000 Sec. 3); block ``i`` keeps its ``w_i`` in
+    ``block_values[block_ptr[i]:block_ptr[i+1]]``, dense or on the features in
+    ``block_support`` (empty when every block is dense).
+
+    Parameters
+    ----------
+    lam : float
+        Regularisation strength lambda of the objective.
+    n_blocks, n_features : int
+        Number of training examples and of features.
+    supports : list of int arrays or None
+        Per-block feature supports (see ``MaxOracle.block_support``); ``None``
+        stores every block densely.
+    averaging : bool
+        Keep the weighted average of the iterates (000 Alg. 4).
+
+    Attributes
+    ----------
+    w : ndarray (n_features,)
+        Current primal point w = sum_i w_i.
+    ell : float
+        sum_i ell_i; the dual value is ``ell - lam/2 ||w||^2``.
+    block_gap_estimates : ndarray (n_blocks,)
+        Last computed gap of each block (NaN until visited); exact right after
+        a gap pass.
+    n_steps : int
+        Frank-Wolfe steps taken (iterate index k).
+    avg_u, ell_avg : ndarray, float
+        Lazy weighted-average accumulators (see ``averaged_w``).
+    passes, effective_passes, oracle_calls, elapsed :
+        Solver passes, oracle calls / n, oracle calls and seconds so far.
+    rng_state : dict or None
+        State of the NumPy bit generator, for exact resumption.
+    """
+
+    def __init__(self, lam: float, n_blocks: int, n_features: int,
+                 supports: list[np.ndarray] | None = None, averaging: bool = True):
+        self.lam = _check_lam(lam)
+        self.n_blocks = int(n_blocks)
+        self.n_features = int(n_features)
+        if supports is None:
+            self.block_ptr = np.arange(n_blocks + 1, dtype=np.intp) * n_features
+            self.block_support = np.zeros(0, dtype=np.int32)
+        else:
+            sizes = [len(sup) for sup in supports]
+            self.block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+            self.block_support = (np.concatenate(supports).astype(np.int32)
+                                  if sizes else np.zeros(0, np.int32))
+        self.block_values = np.zeros(self.block_ptr[-1])
+        self.block_ell = np.zeros(n_blocks)
+        self.block_gap_estimates = np.full(n_blocks, np.nan)
+        self.w = np.zeros(n_features)
+        self.ell = 0.0
+        self.averaging = bool(averaging)
+        self.avg_u = np.zeros(n_features if averaging else 0)
+        self.ell_avg = 0.0
+        self.n_steps = 0
+        self.passes = 0
+        self.effective_passes = 0.0
+        self.oracle_calls = 0
+        self.elapsed = 0.0
+        self.rng_state: dict[str, Any] | None = None
+
+    @classmethod
+    def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True) -> SolverState:
+        """Initial state alpha_i = delta(y_i) (w = 0, ell = 0) laid out for ``oracle``."""
+        supports = [oracle.block_support(i) for i in range(oracle.n_blocks)]
+        if all(sup is None for sup in supports):
+            supports = None
+        else:
+            supports = [np.arange(oracle.n_features, dtype=np.int32) if sup is None
+                        else _check_support(sup, oracle.n_features, i)
+                        for i, sup in enumerate(supports)]
+        return cls(lam, oracle.n_blocks, oracle.n_features, supports, averaging)
+
+    @property
+    def dense_blocks(self) -> bool:
+        return self.block_support.shape[0] == 0
+
+    def block_vector(self, i: int) -> np.ndarray:
+        """w_i as a dense vector."""
+        start, stop = self.block_ptr[i], self.block_ptr[i + 1]
+        if self.dense_blocks:
+            return self.block_values[start:stop].copy()
+        out = np.zeros(self.n_features)
+        out[self.block_support[start:stop]] = self.block_values[start:stop]
+        return out
+
+    def averaged_w(self) -> np.ndarray:
+        """Weighted average of the iterates, sum_k k w^(k) / sum_k k.
+
+        Equals ``w`` before the first step or when averaging is off.
+        """
+        k = self.n_steps
+        if not self.averaging or k == 0:
+            return self.w.copy()
+        return self.w - self.avg_u / (0.5 * k * (k + 1))
+
+    def averaged_ell(self) -> float:
+        return self.ell_avg if self.averaging and self.n_steps > 0 else self.ell
+
+    def reset_averaging(self) -> None:
+        """Start a new average at the current iterate."""
+        self.avg_u[:] = 0.0
+        self.ell_avg = self.ell
+        self.n_steps = 0
+
+    def rescale(self, lam: float) -> None:
+        """Move to another lambda keeping the dual variables alpha.
+
+        w_i = A alpha_[i] scales by lam_old / lam_new and ell_i is unchanged;
+        the average restarts at the rescaled iterate.
+        """
+        lam = _check_lam(lam)
+        factor = self.lam / lam
+        self.w *= factor
+        self.block_values *= factor
+        self.lam = lam
+        self.block_gap_estimates[:] = np.nan
+        self.reset_averaging()
+
+    def check_compatible(self, oracle: MaxOracle) -> None:
+        """Raise ``ValueError`` if this state cannot continue on ``oracle``."""
+        if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
+            raise ValueError(
+                f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
+                f"{oracle.n_blocks} x {oracle.n_features}: warm start needs the same data")
+        expected = SolverState.for_oracle(oracle, self.lam, averaging=False)
+        if not (np.array_equal(expected.block_ptr, self.block_ptr)
+                and np.array_equal(expected.block_support, self.block_support)):
+            raise ValueError("state's block supports differ from the oracle's")
+
+    def copy(self) -> SolverState:
+        new = SolverState.__new__(SolverState)
+        new.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                        for k, v in self.__dict__.items()}
+        new.rng_state = json.loads(json.dumps(self.rng_state))
+        return new
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the state to an ``.npz`` file (no pickle)."""
+        meta = {name: getattr(self, name) for name in _SCALARS + _COUNTERS}
+        meta["rng_state"] = self.rng_state
+        meta["format_version"] = _FORMAT_VERSION
+        np.savez(path, meta=np.array(json.dumps(meta)),
+                 **{name: getattr(self, name) for name in _ARRAYS})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SolverState:
+        """Read a state written by ``save``."""
+        with np.load(path, allow_pickle=False) as data:
+            missing = [k for k in ("meta",) + _ARRAYS if k not in data]
+            if missing:
+                raise ValueError(f"{path}: not an ssvm solver state (missing {missing})")
+            meta = json.loads(str(data["meta"]))
+            arrays = {name: data[name] for name in _ARRAYS}
+        if meta.get("format_version") != _FORMAT_VERSION:
+            raise ValueError(f"{path}: unsupported state format {meta.get('format_version')}")
+        state = cls.__new__(cls)
+        for name in _SCALARS + _COUNTERS:
+            setattr(state, name, meta[name])
+        state.rng_state = meta["rng_state"]
+        for name, arr in arrays.items():
+            setattr(state, name, np.ascontiguousarray(arr))
+        state.block_ptr = state.block_ptr.astype(np.intp)
+        state.block_support = state.block_support.astype(np.int32)
+        return state
+
+
+def _check_lam(lam: float) -> float:
+    lam = float(lam)
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite positive number, got {lam}")
+    return lam
+
+
+def _check_support(support, n_features: int, i: int) -> np.ndarray:
+    sup = np.asarray(support)
+    if sup.ndim != 1 or (sup.size and (sup.min() < 0 or sup.max() >= n_features)):
+        raise ValueError(f"block_support({i}) must be 1-D indices in [0, {n_features})")
+    if np.any(np.diff(sup) <= 0):
+        raise ValueError(f"block_support({i}) must be strictly increasing")
+    return sup.astype(np.int32)
