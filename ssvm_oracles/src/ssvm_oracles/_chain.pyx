@@ -1,0 +1,307 @@
+"""Chain (linear-chain CRF) max oracle: Viterbi decoding without the GIL.
+
+Joint feature map (001 App. I.1), for K states and F token features, with
+phi = [emission (F x K) | transition (K x K) | bias (K) | start (K) | end (K)]:
+emission[f, k] sums x_t[f] over tokens labelled k, transition[a, b] counts
+a -> b, bias[k] counts tokens labelled k, start/end flag the first/last label.
+Task loss: normalised Hamming, (1/T) #{t : y_t != y'_t}.
+
+Token features are stored once as CSR rows (only nonzeros, so binary OCR
+pixels cost their active count) and psi is emitted sparse, skipping the
+tokens where the two labellings agree.
+"""
+
+cimport cython
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner, MaxOracle
+
+cdef float64_t NEG_INF = -float("inf")
+
+
+cdef struct _Layout:
+    intp_t K, F, off_trans, off_bias, off_start, off_end
+
+
+cdef _Layout _layout(intp_t K, intp_t F):
+    cdef _Layout L
+    L.K = K
+    L.F = F
+    L.off_trans = F * K
+    L.off_bias = L.off_trans + K * K
+    L.off_start = L.off_bias + K
+    L.off_end = L.off_start + K
+    return L
+
+
+def chain_size(intp_t n_states, intp_t n_features):
+    """Dimension F K + K K + 3 K of the chain's joint feature map."""
+    return n_features * n_states + n_states * n_states + 3 * n_states
+
+
+cdef struct _Tokens:
+    # CSR rows of one sequence: token t has features idx[ptr[t]:ptr[t+1]].
+    const intp_t* ptr
+    const int32_t* idx
+    const float64_t* val
+    intp_t T
+
+
+cdef void _unaries(const _Layout* L, const _Tokens* x, const float64_t* w,
+                   float64_t* u) noexcept nogil:
+    """u[t, k] = <w, phi> contributions of token t with label k (no transitions)."""
+    cdef intp_t K = L.K, t, k, p
+    cdef float64_t v
+    cdef const float64_t* row
+    cdef float64_t* ut
+    for t in range(x.T):
+        ut = u + t * K
+        for k in range(K):
+            ut[k] = w[L.off_bias + k]
+        if t == 0:
+            for k in range(K):
+                ut[k] += w[L.off_start + k]
+        if t == x.T - 1:
+            for k in range(K):
+                ut[k] += w[L.off_end + k]
+        for p in range(x.ptr[t], x.ptr[t + 1]):
+            v = x.val[p]
+            row = w + x.idx[p] * K
+            for k in range(K):
+                ut[k] += v * row[k]
+
+
+cdef float64_t _path_score(const _Layout* L, const float64_t* u, const float64_t* w,
+                           const int32_t* y, intp_t T) noexcept nogil:
+    """<w, phi(x, y)> from the unary table."""
+    cdef intp_t t
+    cdef float64_t total = u[y[0]]
+    for t in range(1, T):
+        total += u[t * L.K + y[t]] + w[L.off_trans + y[t - 1] * L.K + y[t]]
+    return total
+
+
+cdef int _viterbi(const _Layout* L, float64_t* u, const float64_t* w, intp_t T,
+                  int32_t* out) except -1 nogil:
+    """Overwrite u with max-sum messages and write the argmax labelling to out.
+
+    Ties go to the smallest state.  Returns 0; -1 (with MemoryError) if the
+    back-pointer table cannot be allocated.
+    """
+    cdef intp_t K = L.K, t, a, b
+    cdef float64_t va, cand
+    cdef const float64_t* trans = w + L.off_trans
+    cdef float64_t* prev
+    cdef float64_t* cur
+    cdef float64_t* best = <float64_t*> malloc(K * sizeof(float64_t))
+    cdef int32_t* back = <int32_t*> malloc(T * K * sizeof(int32_t))
+    if best == NULL or back == NULL:
+        free(best)
+        free(back)
+        with gil:
+            raise MemoryError("Viterbi workspace")
+    for t in range(1, T):
+        prev = u + (t - 1) * K
+        cur = u + t * K
+        for b in range(K):
+            best[b] = NEG_INF
+        for a in range(K):
+            va = prev[a]
+            for b in range(K):
+                cand = va + trans[a * K + b]
+                if cand > best[b]:
+                    best[b] = cand
+                    back[t * K + b] = <int32_t> a
+        for b in range(K):
+            cur[b] += best[b]
+    cur = u + (T - 1) * K
+    out[T - 1] = 0
+    for b in range(1, K):
+        if cur[b] > cur[out[T - 1]]:
+            out[T - 1] = <int32_t> b
+    for t in range(T - 1, 0, -1):
+        out[t - 1] = back[t * K + out[t]]
+    free(best)
+    free(back)
+    return 0
+
+
+cdef intp_t _write_psi(const _Layout* L, const _Tokens* x, const int32_t* y,
+                       const int32_t* z, Corner* c) noexcept nogil:
+    """psi = phi(x, y) - phi(x, z) as COO entries in c; returns #{t: y_t != z_t}."""
+    cdef intp_t K = L.K, T = x.T, t, p, nnz = 0, wrong = 0
+    for t in range(T):
+        if y[t] != z[t]:
+            wrong += 1
+            for p in range(x.ptr[t], x.ptr[t + 1]):
+                c.psi_idx[nnz] = <int32_t> (x.idx[p] * K + y[t])
+                c.psi_val[nnz] = x.val[p]
+                c.psi_idx[nnz + 1] = <int32_t> (x.idx[p] * K + z[t])
+                c.psi_val[nnz + 1] = -x.val[p]
+                nnz += 2
+            c.psi_idx[nnz] = <int32_t> (L.off_bias + y[t])
+            c.psi_val[nnz] = 1.0
+            c.psi_idx[nnz + 1] = <int32_t> (L.off_bias + z[t])
+            c.psi_val[nnz + 1] = -1.0
+            nnz += 2
+    if y[0] != z[0]:
+        c.psi_idx[nnz] = <int32_t> (L.off_start + y[0])
+        c.psi_val[nnz] = 1.0
+        c.psi_idx[nnz + 1] = <int32_t> (L.off_start + z[0])
+        c.psi_val[nnz + 1] = -1.0
+        nnz += 2
+    if y[T - 1] != z[T - 1]:
+        c.psi_idx[nnz] = <int32_t> (L.off_end + y[T - 1])
+        c.psi_val[nnz] = 1.0
+        c.psi_idx[nnz + 1] = <int32_t> (L.off_end + z[T - 1])
+        c.psi_val[nnz + 1] = -1.0
+        nnz += 2
+    for t in range(T - 1):
+        if y[t] != z[t] or y[t + 1] != z[t + 1]:
+            c.psi_idx[nnz] = <int32_t> (L.off_trans + y[t] * K + y[t + 1])
+            c.psi_val[nnz] = 1.0
+            c.psi_idx[nnz + 1] = <int32_t> (L.off_trans + z[t] * K + z[t + 1])
+            c.psi_val[nnz + 1] = -1.0
+            nnz += 2
+    c.psi_nnz = nnz
+    return wrong
+
+
+def max_psi_entries(const intp_t[::1] tok_ptr, const intp_t[::1] seq_ptr):
+    """Per sequence, the most COO entries ``_write_psi`` can emit."""
+    cdef intp_t n = seq_ptr.shape[0] - 1, i, T, nnz
+    out = np.empty(n, dtype=np.intp)
+    cdef intp_t[::1] o = out
+    for i in range(n):
+        T = seq_ptr[i + 1] - seq_ptr[i]
+        nnz = tok_ptr[seq_ptr[i + 1]] - tok_ptr[seq_ptr[i]]
+        o[i] = 2 * nnz + 2 * T + 4 + 2 * (T - 1)
+    return out
+
+
+@cython.final
+cdef class ChainOracle(MaxOracle):
+    """Loss-augmented Viterbi for a chain model bound to n sequences.
+
+    Built by ``ChainModel.bind``; the arrays are CSR token rows (``tok_ptr``,
+    ``feat_idx``, ``feat_val``), sequence boundaries in tokens (``seq_ptr``)
+    and the ground-truth labels of all tokens.
+    """
+    cdef _Layout L
+    cdef readonly intp_t[::1] tok_ptr, seq_ptr
+    cdef readonly int32_t[::1] feat_idx, labels
+    cdef readonly float64_t[::1] feat_val
+
+    def __init__(self, intp_t n_states, intp_t n_features, tok_ptr, feat_idx, feat_val,
+                 seq_ptr, labels):
+        self.L = _layout(n_states, n_features)
+        if len(feat_idx) == 0:              # keep &feat_idx[0] valid
+            feat_idx, feat_val = np.zeros(1, np.int32), np.zeros(1)
+        self.tok_ptr = tok_ptr
+        self.feat_idx = feat_idx
+        self.feat_val = feat_val
+        self.seq_ptr = seq_ptr
+        self.labels = labels
+        lengths = np.diff(np.asarray(seq_ptr))
+        self.n_blocks = lengths.shape[0]
+        self.n_features = chain_size(n_states, n_features)
+        self.max_labels = int(lengths.max())
+        self.max_psi_nnz = int(np.max(max_psi_entries(self.tok_ptr, self.seq_ptr)))
+        self.dense_psi = False
+        self.needs_gil = False
+
+    def __reduce__(self):
+        return (ChainOracle, (self.L.K, self.L.F, np.asarray(self.tok_ptr),
+                              np.asarray(self.feat_idx), np.asarray(self.feat_val),
+                              np.asarray(self.seq_ptr), np.asarray(self.labels)))
+
+    cdef inline _Tokens _tokens(self, intp_t i) noexcept nogil:
+        cdef _Tokens x
+        cdef intp_t t0 = self.seq_ptr[i]
+        x.ptr = &self.tok_ptr[t0]
+        x.idx = &self.feat_idx[0]
+        x.val = &self.feat_val[0]
+        x.T = self.seq_ptr[i + 1] - t0
+        return x
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef _Tokens x = self._tokens(i)
+        cdef const int32_t* y = &self.labels[self.seq_ptr[i]]
+        cdef intp_t T = x.T, t, k, K = self.L.K
+        cdef float64_t truth, best
+        cdef float64_t* u = <float64_t*> malloc(T * K * sizeof(float64_t))
+        if u == NULL:
+            with gil:
+                raise MemoryError("Viterbi unary table")
+        _unaries(&self.L, &x, w, u)
+        truth = _path_score(&self.L, u, w, y, T)
+        for t in range(T):                      # loss augmentation, 1/T per error
+            for k in range(K):
+                if k != y[t]:
+                    u[t * K + k] += 1.0 / T
+        try:
+            _viterbi(&self.L, u, w, T, out.labels)
+            best = u[(T - 1) * K + out.labels[T - 1]]
+        finally:
+            free(u)
+        out.n_labels = T
+        out.loss = _write_psi(&self.L, &x, y, out.labels, out) / <float64_t> T
+        out.score = best - truth
+        return 0
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        cdef _Tokens x = self._tokens(i)
+        cdef intp_t t, k
+        cdef float64_t dot = 0.0
+        if n_labels != x.T:
+            with gil:
+                raise ValueError(f"labelling of length {n_labels} for sequence {i} "
+                                 f"of length {x.T}")
+        for t in range(n_labels):
+            if labels[t] < 0 or labels[t] >= self.L.K:
+                with gil:
+                    raise ValueError(f"label {labels[t]} outside [0, {self.L.K})")
+            out.labels[t] = labels[t]
+        out.n_labels = n_labels
+        out.loss = _write_psi(&self.L, &x, &self.labels[self.seq_ptr[i]], labels,
+                              out) / <float64_t> x.T
+        for k in range(out.psi_nnz):
+            dot += w[out.psi_idx[k]] * out.psi_val[k]
+        out.score = out.loss - dot
+        return 0
+
+
+def decode(const float64_t[::1] w, intp_t n_states, intp_t n_features,
+           const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
+           const float64_t[::1] feat_val, const intp_t[::1] seq_ptr):
+    """argmax_y <w, phi(x, y)> for every sequence; labels of all tokens."""
+    cdef _Layout L = _layout(n_states, n_features)
+    cdef intp_t n = seq_ptr.shape[0] - 1, i, T_max = 1
+    cdef intp_t n_tokens = seq_ptr[n]
+    out = np.zeros(n_tokens, dtype=np.int32)
+    cdef int32_t[::1] o = out
+    cdef _Tokens x
+    cdef float64_t* u
+    if n_tokens == 0:
+        return out
+    for i in range(n):
+        T_max = max(T_max, seq_ptr[i + 1] - seq_ptr[i])
+    u = <float64_t*> malloc(T_max * n_states * sizeof(float64_t))
+    if u == NULL:
+        raise MemoryError("Viterbi unary table")
+    x.idx = &feat_idx[0] if feat_idx.shape[0] else NULL
+    x.val = &feat_val[0] if feat_val.shape[0] else NULL
+    try:
+        with nogil:
+            for i in range(n):
+                x.ptr = &tok_ptr[seq_ptr[i]]
+                x.T = seq_ptr[i + 1] - seq_ptr[i]
+                _unaries(&L, &x, &w[0], u)
+                _viterbi(&L, u, &w[0], x.T, &o[seq_ptr[i]])
+    finally:
+        free(u)
+    return out
