@@ -19,7 +19,13 @@ import numpy as np
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
 
-cdef float64_t NEG_INF = -float("inf")
+
+cdef extern from "_maxsum.h" nogil:
+    void ssvm_maxsum_step(const float64_t* prev, const float64_t* trans, float64_t* best,
+                          intp_t K)
+    void ssvm_axpy(float64_t alpha, const float64_t* x, float64_t* y, intp_t K)
+    intp_t ssvm_maxsum_argmax(const float64_t* prev, const float64_t* trans, intp_t b,
+                              intp_t K)
 
 
 cdef struct _Layout:
@@ -54,8 +60,6 @@ cdef void _unaries(const _Layout* L, const _Tokens* x, const float64_t* w,
                    float64_t* u) noexcept nogil:
     """u[t, k] = <w, phi> contributions of token t with label k (no transitions)."""
     cdef intp_t K = L.K, t, k, p
-    cdef float64_t v
-    cdef const float64_t* row
     cdef float64_t* ut
     for t in range(x.T):
         ut = u + t * K
@@ -68,10 +72,7 @@ cdef void _unaries(const _Layout* L, const _Tokens* x, const float64_t* w,
             for k in range(K):
                 ut[k] += w[L.off_end + k]
         for p in range(x.ptr[t], x.ptr[t + 1]):
-            v = x.val[p]
-            row = w + x.idx[p] * K
-            for k in range(K):
-                ut[k] += v * row[k]
+            ssvm_axpy(x.val[p], w + x.idx[p] * K, ut, K)
 
 
 cdef float64_t _path_score(const _Layout* L, const float64_t* u, const float64_t* w,
@@ -88,44 +89,28 @@ cdef int _viterbi(const _Layout* L, float64_t* u, const float64_t* w, intp_t T,
                   int32_t* out) except -1 nogil:
     """Overwrite u with max-sum messages and write the argmax labelling to out.
 
-    Ties go to the smallest state.  Returns 0; -1 (with MemoryError) if the
-    back-pointer table cannot be allocated.
+    Ties go to the smallest state.
     """
-    cdef intp_t K = L.K, t, a, b
-    cdef float64_t va, cand
+    cdef intp_t K = L.K, t, b
     cdef const float64_t* trans = w + L.off_trans
-    cdef float64_t* prev
     cdef float64_t* cur
     cdef float64_t* best = <float64_t*> malloc(K * sizeof(float64_t))
-    cdef int32_t* back = <int32_t*> malloc(T * K * sizeof(int32_t))
-    if best == NULL or back == NULL:
-        free(best)
-        free(back)
+    if best == NULL:
         with gil:
             raise MemoryError("Viterbi workspace")
     for t in range(1, T):
-        prev = u + (t - 1) * K
         cur = u + t * K
-        for b in range(K):
-            best[b] = NEG_INF
-        for a in range(K):
-            va = prev[a]
-            for b in range(K):
-                cand = va + trans[a * K + b]
-                if cand > best[b]:
-                    best[b] = cand
-                    back[t * K + b] = <int32_t> a
+        ssvm_maxsum_step(u + (t - 1) * K, trans, best, K)
         for b in range(K):
             cur[b] += best[b]
+    free(best)
     cur = u + (T - 1) * K
     out[T - 1] = 0
     for b in range(1, K):
         if cur[b] > cur[out[T - 1]]:
             out[T - 1] = <int32_t> b
     for t in range(T - 1, 0, -1):
-        out[t - 1] = back[t * K + out[t]]
-    free(best)
-    free(back)
+        out[t - 1] = <int32_t> ssvm_maxsum_argmax(u + (t - 1) * K, trans, out[t], K)
     return 0
 
 
