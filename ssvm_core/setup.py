@@ -1,37 +1,11 @@
-"""Build the Cython extensions of ssvm-core.
+"""Build the Cython extensions of ssvm-core (settings in src/ssvm_core/_build.py)."""
 
-Compiler directives live here, once for the whole package.  Set
-``SSVM_CYTHON_DEBUG=1`` to turn bounds, wraparound and initialisation checks
-back on (for a debug test job).
-"""
+import importlib.util
 
-import os
+from setuptools import setup
 
-from Cython.Build import cythonize
-from setuptools import Extension, setup
+_spec = importlib.util.spec_from_file_location("_ssvm_build", "src/ssvm_core/_build.py")
+_build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_build)
 
-DEBUG = os.environ.get("SSVM_CYTHON_DEBUG", "0") == "1"
-
-DIRECTIVES = {
-    "language_level": 3,
-    "boundscheck": DEBUG,
-    "wraparound": DEBUG,
-    "initializedcheck": DEBUG,
-    "nonecheck": DEBUG,
-    "cdivision": not DEBUG,
-    "embedsignature": True,
-}
-COMPILE_ARGS = ["-O0", "-g"] if DEBUG else ["-O3"]
-
-MODULES = ["_oracle", "_fw"]
-
-extensions = [
-    Extension(
-        f"ssvm_core.{name}",
-        [f"src/ssvm_core/{name}.pyx"],
-        extra_compile_args=COMPILE_ARGS,
-    )
-    for name in MODULES
-]
-
-setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES))
+setup(ext_modules=_build.cython_extensions("ssvm_core", ["_oracle", "_fw"]))
