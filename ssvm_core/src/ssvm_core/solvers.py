@@ -77,7 +77,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         Stop when the exact gap of the returned iterate is <= tol.
     max_passes, max_oracle_calls, time_budget : budgets
         Solver passes (n block steps, or one batch step), oracle calls (gap
-        passes included) and seconds.  They are checked after each pass.
+        passes included) and seconds, counted for this call (a resumed state
+        gets a fresh budget).  They are checked after each pass.
     gap_check_every : int
         Passes between exact gap checks (each costs one oracle call per block,
         two with averaging).  A check is also made at the start and at the end.
@@ -113,11 +114,13 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
     run = _Run(oracle, state, averaging, callback, verbose)
+    start = (state.passes, state.oracle_calls, state.elapsed)
 
     with stop_on_sigint() as stop:
         run.gap_check()
         status = "converged" if run.gap <= tol else None
-        run.record()
+        if run.record() and status is None:
+            status = "callback"
         while status is None:
             if batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
@@ -127,7 +130,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                 run.timed(_fw.bcfw_pass, oracle, state, order.astype(np.intp), line_search)
             run.count_pass()
             state.rng_state = rng.bit_generator.state
-            status = _budget_status(state, max_passes, max_oracle_calls, time_budget)
+            status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
             if stop.requested:
                 status = "interrupted"
             elif status is not None or state.passes % gap_check_every == 0:
@@ -231,12 +234,14 @@ def _prepare_state(oracle, lam, averaging, state):
     return state
 
 
-def _budget_status(state, max_passes, max_oracle_calls, time_budget):
-    if state.passes >= max_passes:
+def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):
+    """Which budget of this call (counted from ``start``) is spent, if any."""
+    passes, calls, elapsed = start
+    if state.passes - passes >= max_passes:
         return "max_passes"
-    if max_oracle_calls is not None and state.oracle_calls >= max_oracle_calls:
+    if max_oracle_calls is not None and state.oracle_calls - calls >= max_oracle_calls:
         return "max_oracle_calls"
-    if time_budget is not None and state.elapsed >= time_budget:
+    if time_budget is not None and state.elapsed - elapsed >= time_budget:
         return "time_budget"
     return None
 

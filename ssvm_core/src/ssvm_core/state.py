@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -160,13 +160,17 @@ class SolverState:
         new.rng_state = json.loads(json.dumps(self.rng_state))
         return new
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the state to an ``.npz`` file (no pickle)."""
+    def save(self, path: str | os.PathLike | BinaryIO) -> None:
+        """Write the state as an ``.npz`` archive (no pickle) to a path or open file."""
         meta = {name: getattr(self, name) for name in _SCALARS + _COUNTERS}
         meta["rng_state"] = self.rng_state
         meta["format_version"] = _FORMAT_VERSION
-        np.savez(path, meta=np.array(json.dumps(meta)),
-                 **{name: getattr(self, name) for name in _ARRAYS})
+        arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if hasattr(path, "write"):
+            np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
+            return
+        with open(path, "wb") as f:         # exactly ``path``: no ".npz" appended
+            np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SolverState:
