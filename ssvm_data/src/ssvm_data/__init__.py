@@ -1,0 +1,23 @@
+"""Data sets for structured SVMs: Taskar's OCR words and seeded synthetic problems."""
+
+from importlib.metadata import version as _version
+
+from ssvm_data import synthetic
+from ssvm_data._io import data_home
+from ssvm_data.ocr import load_ocr
+from ssvm_data.registry import available_datasets, load_dataset
+from ssvm_data.synthetic import chain, multiclass, ocr_like
+
+__version__ = _version("ssvm-data")
+
+__all__ = [
+    "__version__",
+    "available_datasets",
+    "chain",
+    "data_home",
+    "load_dataset",
+    "load_ocr",
+    "multiclass",
+    "ocr_like",
+    "synthetic",
+]

@@ -1,0 +1,130 @@
+"""The list of known data sets and a loader that dispatches by name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ssvm_data import synthetic
+from ssvm_data.ocr import find_ocr_file, load_ocr
+
+
+class _Dataset(NamedTuple):
+    kind: str  # "real" or "synthetic"
+    description: str
+    load: Callable[[Any, Any], tuple]  # (data_home, random_state) -> X, Y, X_test, Y_test
+
+
+def _synthetic_split(generator: Callable, n_train: int, n_test: int, **kwargs) -> Callable:
+    """A loader drawing n_train + n_test samples of one problem, split in this order.
+
+    One draw is split (rather than two draws with different seeds) because chain()
+    and multiclass() also draw the problem itself from the seed.
+    """
+    def load(data_home, random_state):
+        X, Y = generator(n_train + n_test, random_state=random_state, **kwargs)
+        return X[:n_train], Y[:n_train], X[n_train:], Y[n_train:]
+    return load
+
+
+_DATASETS = {
+    "ocr-small": _Dataset(
+        "real", "Taskar's OCR words, split 'small': train on fold 0 (626 words), "
+        "test on folds 1-9 (6,251 words)",
+        lambda data_home, random_state: load_ocr("small", data_home=data_home)),
+    "ocr-large": _Dataset(
+        "real", "Taskar's OCR words, split 'large': train on folds 1-9 (6,251 words), "
+        "test on fold 0 (626 words)",
+        lambda data_home, random_state: load_ocr("large", data_home=data_home)),
+    "synthetic-ocr": _Dataset(
+        "synthetic", "OCR-like noisy glyph words with letter bigrams "
+        "(synthetic.ocr_like), 600 train and 200 test words",
+        _synthetic_split(synthetic.ocr_like, 600, 200)),
+    "synthetic-chain": _Dataset(
+        "synthetic", "random HMM chains with Gaussian features (synthetic.chain: "
+        "4 states, 8 features, lengths 3-10), 200 train and 200 test sequences",
+        _synthetic_split(synthetic.chain, 200, 200, length=(3, 10), n_states=4, n_features=8)),
+    "synthetic-multiclass": _Dataset(
+        "synthetic", "Gaussian blobs (synthetic.multiclass: 3 classes, 5 features), "
+        "300 train and 300 test samples",
+        _synthetic_split(synthetic.multiclass, 300, 300)),
+}
+
+
+def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:
+    """Describe the known data sets and whether they can be loaded without a download.
+
+    Parameters
+    ----------
+    data_home : str or os.PathLike, optional
+        Folder to look in; defaults to ``$SSVM_DATA_HOME`` (see :func:`data_home`).
+
+    Returns
+    -------
+    list of dict
+        One dict per data set with keys ``name``, ``kind`` (``"real"`` or
+        ``"synthetic"``), ``available`` (real data sets: a file was found locally,
+        without downloading; synthetic ones: always True), ``path`` (the file that
+        would be read, as a str, or None) and ``description``.
+
+    Examples
+    --------
+    >>> [d["name"] for d in available_datasets()]  # doctest: +NORMALIZE_WHITESPACE
+    ['ocr-small', 'ocr-large', 'synthetic-ocr', 'synthetic-chain',
+     'synthetic-multiclass']
+    """
+    ocr_file = find_ocr_file(data_home=data_home)
+    ocr_path = None if ocr_file is None else str(ocr_file)
+    return [
+        {
+            "name": name,
+            "kind": dataset.kind,
+            "available": dataset.kind == "synthetic" or ocr_path is not None,
+            "path": ocr_path if dataset.kind == "real" else None,
+            "description": dataset.description,
+        }
+        for name, dataset in _DATASETS.items()
+    ]
+
+
+def load_dataset(
+    name: str,
+    *,
+    data_home: str | os.PathLike | None = None,
+    random_state: int | np.random.Generator | None = 0,
+) -> tuple[Any, Any, Any, Any]:
+    """Load a data set by name as ``X, Y, X_test, Y_test``.
+
+    Parameters
+    ----------
+    name : str
+        One of the names listed by :func:`available_datasets`.
+    data_home : str or os.PathLike, optional
+        Folder holding the real data sets; see :func:`ssvm_data.load_ocr`.
+    random_state : None, int or numpy.random.Generator, default=0
+        Seed of the synthetic data sets (ignored for real ones). Train and test
+        sets are disjoint samples of the same problem.
+
+    Returns
+    -------
+    X, Y, X_test, Y_test
+        Lists of per-sequence arrays (OCR and chain data sets) or arrays
+        (``synthetic-multiclass``), as returned by the underlying loader.
+
+    Raises
+    ------
+    ValueError
+        If `name` is unknown.
+
+    Examples
+    --------
+    >>> X, Y, X_test, Y_test = load_dataset("synthetic-ocr", random_state=0)
+    >>> len(X), len(X_test)
+    (600, 200)
+    """
+    if name not in _DATASETS:
+        raise ValueError(f"unknown data set {name!r}; known names: {', '.join(_DATASETS)}")
+    return _DATASETS[name].load(data_home, random_state)

@@ -1,0 +1,96 @@
+"""Tests of ssvm_data.available_datasets and ssvm_data.load_dataset."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ssvm_data
+from ssvm_data import _io
+
+NAMES = ["ocr-small", "ocr-large", "synthetic-ocr", "synthetic-chain", "synthetic-multiclass"]
+REAL_HOME = os.environ.get("SSVM_DATA_HOME")
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    """No data home from the environment, no downloads, an empty private cache."""
+    monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
+    monkeypatch.setenv("SSVM_OFFLINE", "1")
+    monkeypatch.setattr(_io, "cache_dir", lambda: tmp_path / "cache")
+
+
+def write_tiny_npz(folder):
+    """Two words of two letters, word 0 in fold 0, word 1 in fold 1."""
+    folder.mkdir(parents=True)
+    pixels = np.zeros((4, 128), dtype=np.int8)
+    pixels[:, 0] = 1
+    np.savez(folder / "letters.npz", pixels=pixels, labels=np.array([0, 1, 2, 3], np.int8),
+             word_offsets=np.array([0, 2, 4]), word_fold=np.array([0, 1], np.int8))
+    return folder / "letters.npz"
+
+
+def test_names_and_keys():
+    datasets = ssvm_data.available_datasets()
+    assert [d["name"] for d in datasets] == NAMES
+    for d in datasets:
+        assert set(d) == {"name", "kind", "available", "path", "description"}
+        assert d["kind"] in ("real", "synthetic") and d["description"]
+
+
+def test_real_datasets_unavailable_without_files(tmp_path):
+    for d in ssvm_data.available_datasets(data_home=tmp_path):
+        assert d["available"] == (d["kind"] == "synthetic")
+        assert d["path"] is None
+
+
+def test_real_datasets_found_in_data_home(tmp_path, monkeypatch):
+    path = write_tiny_npz(tmp_path / "ocr")
+    monkeypatch.setenv("SSVM_DATA_HOME", str(tmp_path))
+    real = [d for d in ssvm_data.available_datasets() if d["kind"] == "real"]
+    assert [d["name"] for d in real] == ["ocr-small", "ocr-large"]
+    assert all(d["available"] and d["path"] == str(path) for d in real)
+
+
+def test_load_real_dataset_by_name(tmp_path):
+    write_tiny_npz(tmp_path / "ocr")
+    _, Y, _, Y_test = ssvm_data.load_dataset("ocr-small", data_home=tmp_path)
+    assert [y.tolist() for y in Y] == [[0, 1]] and [y.tolist() for y in Y_test] == [[2, 3]]
+    _, Y, _, Y_test = ssvm_data.load_dataset("ocr-large", data_home=tmp_path)
+    assert [y.tolist() for y in Y] == [[2, 3]] and [y.tolist() for y in Y_test] == [[0, 1]]
+
+
+def test_missing_real_dataset_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="letters.npz"):
+        ssvm_data.load_dataset("ocr-small", data_home=tmp_path)
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError) as info:
+        ssvm_data.load_dataset("mnist")
+    assert all(name in str(info.value) for name in NAMES)
+
+
+@pytest.mark.parametrize("name, sizes", [
+    ("synthetic-ocr", (600, 200)),
+    ("synthetic-chain", (200, 200)),
+    ("synthetic-multiclass", (300, 300)),
+])
+def test_synthetic_datasets(name, sizes):
+    X, Y, X_test, Y_test = ssvm_data.load_dataset(name)
+    assert (len(X), len(Y), len(X_test), len(Y_test)) == (sizes[0], sizes[0], sizes[1], sizes[1])
+    again = ssvm_data.load_dataset(name, random_state=0)
+    other = ssvm_data.load_dataset(name, random_state=1)
+    for a, b in zip(X, again[0]):
+        np.testing.assert_array_equal(a, b)
+    assert not all(np.array_equal(a, c) for a, c in zip(X, other[0]))
+    assert not np.array_equal(np.concatenate(X[:5]), np.concatenate(X_test[:5]))
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(not (REAL_HOME and Path(REAL_HOME, "ocr").is_dir()),
+                    reason="set SSVM_DATA_HOME to a folder holding ocr/ to run the real-data tests")
+def test_real_ocr_is_available():
+    real = [d for d in ssvm_data.available_datasets(data_home=REAL_HOME) if d["kind"] == "real"]
+    assert all(d["available"] and d["path"].endswith("letters.npz") for d in real)
