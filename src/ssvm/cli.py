@@ -45,9 +45,11 @@ def _train(args: argparse.Namespace) -> int:
     out = Path(args.out or f"runs/{dataset}-{args.solver}")
     out.mkdir(parents=True, exist_ok=True)
     print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
-          f"{model!r}, solver {args.solver}, output {out}/")
+          f"{type(model).__name__}, solver {args.solver}, output {out}/")
 
-    bar = tqdm(total=args.max_passes, unit="pass", disable=args.quiet, leave=False)
+    # disable=None: tqdm shows the bar only on a terminal.
+    bar = tqdm(total=args.max_passes, unit="pass", disable=True if args.quiet else None,
+               leave=False)
 
     def progress(record: dict) -> None:
         bar.n = record["pass"]
