@@ -131,9 +131,9 @@ def run_passes(oracle, args, seed: int, gap_at=()) -> tuple[list[float], dict, n
 
 def oracle_seconds(oracle, w: np.ndarray, repeat: int) -> float:
     """Median seconds per oracle call over ``repeat`` score passes at ``w``."""
-    from ssvm_core import _fw
+    from ssvm_core.parallel import score_pass
 
-    seconds = [timed(_fw.score_pass, oracle, w) for _ in range(repeat)]
+    seconds = [timed(score_pass, oracle, w) for _ in range(repeat)]
     return statistics.median(seconds) / oracle.n_blocks
 
 

@@ -6,7 +6,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ssvm_core import _fw, solve
+from ssvm_core import solve
+from ssvm_core.parallel import score_pass
 
 from .common import (
     ORDER_SEED,
@@ -21,7 +22,7 @@ from .common import (
 class ViterbiSuite(OracleMixin, SSVMBenchmark):
     """Seconds per ``ChainOracle`` call (loss-augmented Viterbi, K = 26, F = 128).
 
-    The timed function is ``ssvm_core._fw.score_pass``: n oracle calls from C
+    The timed function is ``ssvm_core.parallel.score_pass``: n oracle calls from C
     without the GIL, reusing one corner buffer, which is how the solver calls
     the oracle.  ``PerCallTimer`` divides the time by n, so the result is the
     mean over all training words of one call, loop overhead included (a few
@@ -63,4 +64,4 @@ class ViterbiSuite(OracleMixin, SSVMBenchmark):
         self.timer = PerCallTimer(self.n_blocks)
 
     def time_oracle_call(self, weights, dataset, w):
-        _fw.score_pass(self.oracle, self.w)
+        score_pass(self.oracle, self.w)

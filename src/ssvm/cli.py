@@ -63,7 +63,7 @@ def _train(args: argparse.Namespace) -> int:
                          averaging=not args.no_averaging, tol=args.tol,
                          max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
                          time_budget=args.time_budget, gap_check_every=args.gap_check_every,
-                         random_state=args.seed, callback=progress,
+                         random_state=args.seed, callback=progress, n_jobs=args.n_jobs,
                          warm_start=args.resume is not None)
     if args.resume is not None:
         svm.state_ = SolverState.load(args.resume)
@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--time-budget", type=float, default=None, help="seconds")
     train.add_argument("--gap-check-every", type=int, default=10)
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--n-jobs", type=int, default=None,
+                       help="threads for gap passes (-1: all cores)")
     train.add_argument("--out", default=None, help="output folder (default runs/DATASET-SOLVER)")
     train.add_argument("--resume", default=None, metavar="STATE_NPZ",
                        help="continue from a state.npz written by an earlier run")

@@ -120,10 +120,11 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
 
 
 cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t lam,
-                       bint block_gaps, float64_t* sum_scores, Corner* c) except -1 nogil:
+                       bint block_gaps, intp_t start, intp_t stop, float64_t* sum_scores,
+                       Corner* c) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, i
     cdef float64_t total = 0.0
-    for i in range(n):
+    for i in range(start, stop):
         oracle.solve(i, w, c)
         total += c.score
         if block_gaps:
@@ -134,12 +135,11 @@ cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64
     return 0
 
 
-def score_pass(MaxOracle oracle, const float64_t[::1] w, state=None):
-    """One oracle call per block at ``w``; returns sum_i max_y H_i(y; w).
+def score_range(MaxOracle oracle, const float64_t[::1] w, state, intp_t start, intp_t stop):
+    """sum_{start <= i < stop} max_y H_i(y; w); see ``score_pass``.
 
-    With a ``state`` whose iterate is ``w``, also stores the exact block gaps
-    g_i = lam <w_i, w> - ell_i + max_y H_i(y; w) / n in
-    ``state.block_gap_estimates``.
+    Thread-safe for oracles with ``needs_gil == False`` (it runs without the
+    GIL and writes only the block gaps of its own range).
     """
     cdef _Blocks b
     cdef bint block_gaps = state is not None
@@ -148,11 +148,14 @@ def score_pass(MaxOracle oracle, const float64_t[::1] w, state=None):
         b = _unpack(state)
     cdef CornerBuffer buf = CornerBuffer(oracle)
     cdef float64_t total = 0.0
+    if not 0 <= start <= stop <= oracle.n_blocks:
+        raise IndexError(f"block range [{start}, {stop}) outside [0, {oracle.n_blocks}]")
     if oracle.needs_gil:
-        _score_blocks(oracle, &b, &w[0], lam, block_gaps, &total, &buf.corner)
+        _score_blocks(oracle, &b, &w[0], lam, block_gaps, start, stop, &total, &buf.corner)
     else:
         with nogil:
-            _score_blocks(oracle, &b, &w[0], lam, block_gaps, &total, &buf.corner)
+            _score_blocks(oracle, &b, &w[0], lam, block_gaps, start, stop, &total,
+                          &buf.corner)
     return total
 
 

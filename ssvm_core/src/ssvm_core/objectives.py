@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm_core._fw import score_pass
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.oracles import as_oracle
+from ssvm_core.parallel import score_pass
 from ssvm_core.state import SolverState, _check_lam
 
 
-def primal_objective(oracle, lam: float, w: np.ndarray) -> float:
+def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = None) -> float:
     """P(w), one max-oracle call per block.
 
     Parameters
@@ -29,11 +29,13 @@ def primal_objective(oracle, lam: float, w: np.ndarray) -> float:
         Regularisation strength.
     w : ndarray of shape (n_features,)
         Weights.
+    n_jobs : int, optional
+        Threads for the oracle calls (see ``ssvm_core.parallel.score_pass``).
     """
     oracle = as_oracle(oracle)
     w = _check_w(w, oracle)
     lam = _check_lam(lam)
-    return 0.5 * lam * float(w @ w) + score_pass(oracle, w) / oracle.n_blocks
+    return 0.5 * lam * float(w @ w) + score_pass(oracle, w, n_jobs=n_jobs) / oracle.n_blocks
 
 
 def dual_objective(state: SolverState, averaged: bool = False) -> float:
@@ -45,7 +47,8 @@ def dual_objective(state: SolverState, averaged: bool = False) -> float:
     return ell - 0.5 * state.lam * float(w @ w)
 
 
-def duality_gap(oracle, state: SolverState, averaged: bool = False) -> float:
+def duality_gap(oracle, state: SolverState, averaged: bool = False,
+                n_jobs: int | None = None) -> float:
     """P(w) - D(alpha) at the state's iterate (or its weighted average).
 
     The result certifies ``P(w) - min P <= gap``.  It costs one oracle call
@@ -54,7 +57,7 @@ def duality_gap(oracle, state: SolverState, averaged: bool = False) -> float:
     oracle = as_oracle(oracle)
     state.check_compatible(oracle)
     w = state.averaged_w() if averaged else state.w
-    return primal_objective(oracle, state.lam, w) - dual_objective(state, averaged)
+    return primal_objective(oracle, state.lam, w, n_jobs) - dual_objective(state, averaged)
 
 
 def _check_w(w, oracle: MaxOracle) -> np.ndarray:

