@@ -13,3 +13,10 @@ for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles"):
     _module = importlib.import_module(_name)
     if getattr(_module, "__file__", None) is None:
         raise ImportError(f"{_name} is not installed; run `bash tools/install.sh` first")
+
+# Hypothesis profiles for every test folder: ``ci`` (default; derandomised, no
+# example database, no deadline), ``dev`` and ``fuzz``; choose one with
+# SSVM_HYPOTHESIS_PROFILE.  Solver-level properties lower their own examples.
+from ssvm_core.testing import register_hypothesis_profiles  # noqa: E402
+
+register_hypothesis_profiles()

@@ -49,6 +49,8 @@ cdef class MaxOracle:
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_features,):
             raise ValueError(f"w has shape {w.shape}, expected ({self.n_features},)")
+        if not np.all(np.isfinite(w)):
+            raise ValueError("w has NaN or infinite entries")
         return w
 
     def solve_py(self, i, w):

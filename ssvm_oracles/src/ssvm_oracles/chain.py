@@ -67,6 +67,8 @@ class ChainModel(StructuredModel):
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.size_joint_feature,):
             raise ValueError(f"w has shape {w.shape}, expected ({self.size_joint_feature},)")
+        if not np.all(np.isfinite(w)):
+            raise ValueError("w has NaN or infinite entries")
         return w
 
     def joint_feature(self, x, y) -> np.ndarray:
