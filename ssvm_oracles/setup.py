@@ -1,6 +1,7 @@
 """Build the Cython oracles; they cimport the protocol of the installed ssvm-core."""
 
 from setuptools import setup
+
 from ssvm_core._build import cython_extensions
 
 setup(ext_modules=cython_extensions("ssvm_oracles", ["_chain", "_multiclass"]))

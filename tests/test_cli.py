@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+
 from ssvm.cli import main
 from ssvm_core import SolverState
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from ssvm_core import FrankWolfeSSVM, dual_objective, duality_gap, primal_objective
 from ssvm_data import load_ocr
 from ssvm_oracles import ChainModel

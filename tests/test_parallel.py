@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from ssvm_core import BruteForceOracle, SolverState, as_oracle, solve
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_oracles import ChainModel

@@ -8,62 +8,20 @@ solver's (w_i, ell_i) are feasible dual points).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import toy_problems
+
+from ssvm_core import SolverState, as_oracle, dual_objective, duality_gap, solve
 from ssvm_core.testing import (
-    EnumeratedProblem,
     check_gaps,
     dual_by_enumeration,
-    enumerate_problem,
     primal_by_enumeration,
-    random_chain_data,
-    random_multiclass_data,
     recover_alpha,
     scaled_examples,
 )
-
-from ssvm_core import BruteForceOracle, SolverState, as_oracle, dual_objective, duality_gap, solve
-from ssvm_oracles import ChainModel, MulticlassModel
-
-
-@dataclass
-class Toy:
-    model: object
-    X: list
-    Y: list
-    lam: float
-    oracle: object            # the Cython oracle
-    enum: EnumeratedProblem   # enumerated psi / loss (brute force over the same model)
-    rng: np.random.Generator
-
-
-@st.composite
-def toy_problems(draw, kinds=("multiclass", "multiclass_cost", "chain")):
-    """Multiclass (K <= 4) or chain (T <= 4, K <= 3) problems with n <= 4: sizes and a seed."""
-    kind = draw(st.sampled_from(kinds))
-    n = draw(st.integers(1, 4))
-    lam = 10.0 ** draw(st.integers(-3, 1))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    if kind == "chain":
-        K, F, T = draw(st.integers(2, 3)), draw(st.integers(1, 2)), draw(st.integers(1, 4))
-        X, Y = random_chain_data(rng, n, T, K, F)
-        model = ChainModel(K, F)
-    else:
-        K, F = draw(st.integers(2, 4)), draw(st.integers(1, 3))
-        X, Y = random_multiclass_data(rng, n, F, K)
-        cost = None
-        if kind == "multiclass_cost":
-            cost = rng.uniform(0.1, 2.0, size=(K, K))
-            np.fill_diagonal(cost, 0.0)
-        model = MulticlassModel(K, F, cost=cost)
-    oracle = model.bind(X, Y)
-    enum = enumerate_problem(BruteForceOracle(model, X, Y))
-    return Toy(model, X, Y, lam, oracle, enum, rng)
-
 
 solver_options = st.fixed_dictionaries({
     "batch": st.booleans(),

@@ -21,68 +21,25 @@ of reach in any reasonable number of passes, so the tests split into
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from strategies import binary_problems, toy_problems
+
+from ssvm_core import SolverState, as_oracle, dual_objective, duality_gap, solve
 from ssvm_core.testing import (
     EnumeratedProblem,
-    enumerate_problem,
     primal_by_enumeration,
-    random_chain_data,
-    random_multiclass_data,
     scaled_examples,
     solve_dual_qp,
 )
-
-from ssvm_core import BruteForceOracle, SolverState, as_oracle, dual_objective, duality_gap, solve
-from ssvm_oracles import ChainModel, MulticlassModel
 
 VARIANTS = [
     {"batch": True, "averaging": False}, {"batch": True, "averaging": True},
     {"sampling": "uniform", "averaging": False}, {"sampling": "uniform", "averaging": True},
     {"sampling": "perm", "averaging": False}, {"sampling": "perm", "averaging": True},
 ]
-
-
-@dataclass
-class Toy:
-    model: object
-    X: list
-    Y: list
-    lam: float
-    oracle: object            # the Cython oracle
-    bf: BruteForceOracle      # brute force over the same model
-    enum: EnumeratedProblem
-
-
-@st.composite
-def toy_problems(draw, kinds=("multiclass", "multiclass_cost", "chain"), n_max=4,
-                 binary=False, lams=(-3, 1)):
-    """Multiclass or chain (T <= 4, K <= 3) problems with n <= 4: sizes and a seed."""
-    kind = draw(st.sampled_from(kinds))
-    n = draw(st.integers(1, n_max))
-    lam = 10.0 ** draw(st.integers(*lams))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    if kind == "chain":
-        K = 2 if binary else draw(st.integers(2, 3))
-        T = 1 if binary else draw(st.integers(1, 4))
-        F = draw(st.integers(1, 2))
-        X, Y = random_chain_data(rng, n, T, K, F)
-        model = ChainModel(K, F)
-    else:
-        K = 2 if binary else draw(st.integers(2, 4))
-        F = draw(st.integers(1, 3))
-        X, Y = random_multiclass_data(rng, n, F, K)
-        cost = None
-        if kind == "multiclass_cost":
-            cost = rng.uniform(0.1, 2.0, size=(K, K))
-            np.fill_diagonal(cost, 0.0)
-        model = MulticlassModel(K, F, cost=cost)
-    bf = BruteForceOracle(model, X, Y)
-    return Toy(model, X, Y, lam, model.bind(X, Y), bf, enumerate_problem(bf))
 
 
 def primal(toy, w):
@@ -92,32 +49,6 @@ def primal(toy, w):
 # ---------------------------------------------------------------------------
 # Convergence to the independent optimum
 # ---------------------------------------------------------------------------
-
-
-@st.composite
-def binary_problems(draw):
-    """Two labellings per block (K = 2 multiclass, or K = 2 chains with T = 1).
-
-    n <= F keeps the psi vectors of different blocks in general position: with
-    collinear psi and a tiny lambda, coordinate descent crawls along a flat
-    valley (linear rate, but with a terrible constant), which is not the point
-    here.
-    """
-    kind = draw(st.sampled_from(["multiclass", "multiclass_cost", "chain"]))
-    F = draw(st.integers(2, 4))
-    n = draw(st.integers(1, F))
-    lam = 10.0 ** draw(st.integers(-2, 1))
-    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
-    if kind == "chain":
-        X, Y = random_chain_data(rng, n, 1, 2, F)
-        model = ChainModel(2, F)
-    else:
-        X, Y = random_multiclass_data(rng, n, F, 2)
-        cost = None if kind == "multiclass" else np.array([[0.0, rng.uniform(0.2, 2)],
-                                                           [rng.uniform(0.2, 2), 0.0]])
-        model = MulticlassModel(2, F, cost=cost)
-    bf = BruteForceOracle(model, X, Y)
-    return Toy(model, X, Y, lam, model.bind(X, Y), bf, enumerate_problem(bf))
 
 
 @settings(max_examples=scaled_examples(15))

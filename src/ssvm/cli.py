@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
+
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState
 from ssvm_oracles import ChainModel, MulticlassModel
-from tqdm import tqdm
 
 DEFAULT_DATASET = "default"
 

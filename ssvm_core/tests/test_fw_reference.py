@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ssvm_core import SolverState, as_oracle, dual_objective
 from ssvm_core._fw import bcfw_pass, fw_step
 from ssvm_core.parallel import score_pass
 from ssvm_core.testing import (
@@ -29,8 +31,6 @@ from ssvm_core.testing import (
     scaled_examples,
     weights_from_alpha,
 )
-
-from ssvm_core import SolverState, as_oracle, dual_objective
 
 
 class ReferenceFW:

@@ -11,13 +11,6 @@ import pickle
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from ssvm_core.testing import (
-    ToyChainModel,
-    ToyMulticlassModel,
-    enumerate_problem,
-    random_chain_data,
-    random_multiclass_data,
-)
 
 from ssvm_core import (
     BruteForceOracle,
@@ -28,6 +21,13 @@ from ssvm_core import (
     labelling_key,
     primal_objective,
     solve,
+)
+from ssvm_core.testing import (
+    ToyChainModel,
+    ToyMulticlassModel,
+    enumerate_problem,
+    random_chain_data,
+    random_multiclass_data,
 )
 
 # ---------------------------------------------------------------------------

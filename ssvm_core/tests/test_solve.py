@@ -8,16 +8,6 @@ import signal
 
 import numpy as np
 import pytest
-from ssvm_core.testing import (
-    ToyChainModel,
-    ToyMulticlassModel,
-    enumerate_problem,
-    primal_by_enumeration,
-    random_chain_data,
-    random_multiclass_data,
-    recover_alpha,
-    solve_dual_qp,
-)
 
 from ssvm_core import (
     FrankWolfeSSVM,
@@ -27,6 +17,16 @@ from ssvm_core import (
     duality_gap,
     primal_objective,
     solve,
+)
+from ssvm_core.testing import (
+    ToyChainModel,
+    ToyMulticlassModel,
+    enumerate_problem,
+    primal_by_enumeration,
+    random_chain_data,
+    random_multiclass_data,
+    recover_alpha,
+    solve_dual_qp,
 )
 
 

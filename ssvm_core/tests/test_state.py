@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+
+from ssvm_core import SolverState, as_oracle, dual_objective, duality_gap, solve
 from ssvm_core.testing import (
     ToyChainModel,
     ToyMulticlassModel,
@@ -15,8 +17,6 @@ from ssvm_core.testing import (
     random_multiclass_data,
     recover_alpha,
 )
-
-from ssvm_core import SolverState, as_oracle, dual_objective, duality_gap, solve
 
 ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
           "block_gap_estimates", "avg_u")

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ssvm_core import BruteForceOracle, as_oracle, primal_objective, solve
 from ssvm_core.testing import (
     QPSolution,
     ToyChainModel,
@@ -24,8 +26,6 @@ from ssvm_core.testing import (
     solve_dual_qp,
     weights_from_alpha,
 )
-
-from ssvm_core import BruteForceOracle, as_oracle, primal_objective, solve
 
 
 @st.composite

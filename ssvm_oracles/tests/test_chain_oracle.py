@@ -15,6 +15,8 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ssvm_core import BruteForceOracle, primal_objective
 from ssvm_core.testing import (
     ToyChainModel,
     check_oracle,
@@ -22,8 +24,6 @@ from ssvm_core.testing import (
     random_chain_data,
     scaled_examples,
 )
-
-from ssvm_core import BruteForceOracle, primal_objective
 from ssvm_oracles import ChainModel, ChainOracle
 
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from ssvm_core import BruteForceOracle, primal_objective
 from ssvm_core.testing import (
     ToyMulticlassModel,
     check_oracle,
@@ -15,8 +17,6 @@ from ssvm_core.testing import (
     random_multiclass_data,
     scaled_examples,
 )
-
-from ssvm_core import BruteForceOracle, primal_objective
 from ssvm_oracles import MulticlassModel, MulticlassOracle
 
 

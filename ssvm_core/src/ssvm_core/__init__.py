@@ -12,7 +12,18 @@ from ssvm_core.state import SolverState
 __version__ = _version("ssvm-core")
 
 __all__ = [
-    "BruteForceOracle", "FrankWolfeSSVM", "MaxOracle", "PythonOracle", "SolveResult",
-    "SolverState", "StructuredModel", "as_oracle", "dual_objective", "duality_gap",
-    "labelling_key", "primal_objective", "solve", "__version__",
+    "BruteForceOracle",
+    "FrankWolfeSSVM",
+    "MaxOracle",
+    "PythonOracle",
+    "SolveResult",
+    "SolverState",
+    "StructuredModel",
+    "__version__",
+    "as_oracle",
+    "dual_objective",
+    "duality_gap",
+    "labelling_key",
+    "primal_objective",
+    "solve",
 ]

@@ -12,6 +12,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ssvm_core.validation import check_weights
+
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 
 
@@ -45,18 +47,10 @@ cdef class MaxOracle:
             raise IndexError(f"block index {i!r} outside [0, {self.n_blocks})")
         return int(i)
 
-    def _check_w(self, w):
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (self.n_features,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.n_features},)")
-        if not np.all(np.isfinite(w)):
-            raise ValueError("w has NaN or infinite entries")
-        return w
-
     def solve_py(self, i, w):
         """Python twin of ``solve``: ``(labels, psi, loss, score)``, psi dense."""
         i = self._check_block(i)
-        cdef float64_t[::1] wv = self._check_w(w)
+        cdef float64_t[::1] wv = check_weights(w, self.n_features)
         cdef CornerBuffer buf = CornerBuffer(self)
         self.solve(i, &wv[0], &buf.corner)
         return buf.labels(), buf.dense_psi(self.n_features), buf.corner.loss, buf.corner.score
@@ -64,7 +58,7 @@ cdef class MaxOracle:
     def evaluate_py(self, i, labels, w):
         """Python twin of ``evaluate``: ``(psi, loss, score)``, psi dense."""
         i = self._check_block(i)
-        cdef float64_t[::1] wv = self._check_w(w)
+        cdef float64_t[::1] wv = check_weights(w, self.n_features)
         cdef int32_t[::1] lab = _as_labels(labels, self.max_labels)
         cdef CornerBuffer buf = CornerBuffer(self)
         self.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], &wv[0],

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm_core._oracle import MaxOracle
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
 from ssvm_core.state import SolverState, _check_lam
+from ssvm_core.validation import check_weights
 
 
 def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = None) -> float:
@@ -33,7 +33,7 @@ def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = Non
         Threads for the oracle calls (see ``ssvm_core.parallel.score_pass``).
     """
     oracle = as_oracle(oracle)
-    w = _check_w(w, oracle)
+    w = check_weights(w, oracle.n_features)
     lam = _check_lam(lam)
     return 0.5 * lam * float(w @ w) + score_pass(oracle, w, n_jobs=n_jobs) / oracle.n_blocks
 
@@ -59,11 +59,3 @@ def duality_gap(oracle, state: SolverState, averaged: bool = False,
     w = state.averaged_w() if averaged else state.w
     return primal_objective(oracle, state.lam, w, n_jobs) - dual_objective(state, averaged)
 
-
-def _check_w(w, oracle: MaxOracle) -> np.ndarray:
-    w = np.ascontiguousarray(w, dtype=np.float64)
-    if w.shape != (oracle.n_features,):
-        raise ValueError(f"w has shape {w.shape}, expected ({oracle.n_features},)")
-    if not np.all(np.isfinite(w)):
-        raise ValueError("w has non-finite entries")
-    return w

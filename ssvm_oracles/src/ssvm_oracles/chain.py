@@ -6,8 +6,9 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from ssvm_core import StructuredModel
 
+from ssvm_core import StructuredModel
+from ssvm_core.validation import check_weights
 from ssvm_oracles._chain import ChainOracle, chain_size, decode
 from ssvm_oracles._sequences import pack_labels, pack_sequences
 
@@ -58,18 +59,10 @@ class ChainModel(StructuredModel):
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         packed = self._pack(X)
-        w = self._check_w(w)
+        w = check_weights(w, self.size_joint_feature)
         flat = decode(w, self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
                       packed.feat_val, packed.seq_ptr)
         return np.split(flat, packed.seq_ptr[1:-1])
-
-    def _check_w(self, w) -> np.ndarray:
-        w = np.ascontiguousarray(w, dtype=np.float64)
-        if w.shape != (self.size_joint_feature,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.size_joint_feature},)")
-        if not np.all(np.isfinite(w)):
-            raise ValueError("w has NaN or infinite entries")
-        return w
 
     def joint_feature(self, x, y) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from ssvm_core import StructuredModel
 
+from ssvm_core import StructuredModel
+from ssvm_core.validation import check_weights
 from ssvm_oracles._multiclass import MulticlassOracle
 
 
@@ -77,12 +78,7 @@ class MulticlassModel(StructuredModel):
 
     def predict(self, X, w) -> np.ndarray:
         X = self._check_X(X)
-        w = np.asarray(w, dtype=np.float64)
-        if w.shape != (self.size_joint_feature,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.size_joint_feature},)")
-        if not np.all(np.isfinite(w)):
-            raise ValueError("w has NaN or infinite entries")
-        W = w.reshape(self.n_classes, self.n_features)
+        W = check_weights(w, self.size_joint_feature).reshape(self.n_classes, self.n_features)
         return np.argmax(X @ W.T, axis=1).astype(np.int32)
 
     def joint_feature(self, x, y) -> np.ndarray:
