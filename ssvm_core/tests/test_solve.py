@@ -257,7 +257,7 @@ def test_solve_rejects_bad_lam(lam):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"sampling": "gap"}, "sampling must be one of"),
+    ({"sampling": "importance"}, "sampling must be one of"),
     ({"sampling": "Uniform"}, "sampling must be one of"),
     ({"gap_check_every": 0}, "gap_check_every must be a positive integer"),
     ({"gap_check_every": 1.5}, "gap_check_every must be a positive integer"),

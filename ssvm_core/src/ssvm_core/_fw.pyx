@@ -18,6 +18,7 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._blocks cimport (_clear_psi, _corner_dense, _direction_stats,
                                 _dot_block, _move_toward, _step_size)
+from ssvm_core._sampling cimport _tree_draw, _tree_set
 
 
 cdef struct _Blocks:
@@ -50,16 +51,33 @@ cdef _Blocks _unpack(state):
                       state.block_ell, state.block_gap_estimates)
 
 
+cdef struct _Sampler:
+    # Which block each step visits: order[0..n_order) first, then one draw
+    # per uniform proportional to the sum tree (gap sampling), if any.
+    const intp_t* order
+    intp_t n_order
+    const float64_t* uniforms     # NULL without gap sampling
+    intp_t n_uniforms
+    float64_t* tree
+    intp_t tree_size
+
+
+cdef inline intp_t _next_block(const _Sampler* smp, intp_t t, intp_t n) noexcept nogil:
+    if t < smp.n_order:
+        return smp.order[t]
+    return _tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
+
+
 cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
-                     float64_t* avg_u, const intp_t* order, intp_t n_order,
-                     float64_t lam, bint line_search, float64_t* ell,
-                     float64_t* ell_avg, intp_t* n_steps, Corner* c) except -1 nogil:
+                     float64_t* avg_u, const _Sampler* smp, float64_t lam,
+                     bint line_search, float64_t* ell, float64_t* ell_avg,
+                     intp_t* n_steps, Corner* c) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, m, j
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* ws
     cdef float64_t* wi
-    for t in range(n_order):
-        i = order[t]
+    for t in range(smp.n_order + smp.n_uniforms):
+        i = _next_block(smp, t, n)
         oracle.solve(i, w, c)
         ws = _corner_dense(c, s)
         wi = b.values + b.ptr[i]
@@ -68,6 +86,8 @@ cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
+        if smp.uniforms != NULL:
+            _tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
         if line_search:
             gamma = _step_size(gap, lam * sqnorm)
         else:
@@ -85,11 +105,41 @@ cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
     return 0
 
 
-def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search):
-    """Block-coordinate FW steps on the blocks in ``order`` (000 Alg. 4).
+def _sum_tree(const float64_t[::1] weights):
+    """Sum tree over weights (NaN and negative entries count as zero)."""
+    cdef intp_t n = weights.shape[0], size = 1, i
+    while size < n:
+        size *= 2
+    tree = np.zeros(2 * size)
+    cdef float64_t[::1] tv = tree
+    for i in range(n):
+        tv[size + i] = weights[i] if weights[i] > 0.0 else 0.0   # NaN > 0 is false
+    for i in range(size - 1, 0, -1):
+        tv[i] = tv[2 * i] + tv[2 * i + 1]
+    return tree, size
 
-    ``line_search=False`` uses the predefined step 2n / (k + 2n).  Updates the
-    state in place, including the lazy average when ``state.avg_u`` is set.
+
+def sample_proportional(const float64_t[::1] weights, const float64_t[::1] uniforms):
+    """Test hook: the blocks the gap sampler draws for ``uniforms`` (no updates)."""
+    tree, size = _sum_tree(weights)
+    cdef float64_t[::1] tv = tree
+    out = np.empty(uniforms.shape[0], dtype=np.intp)
+    cdef intp_t k
+    for k in range(uniforms.shape[0]):
+        out[k] = _tree_draw(&tv[0], size, weights.shape[0], uniforms[k])
+    return out
+
+
+def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search,
+              gap_uniforms=None):
+    """Block-coordinate FW steps (000 Alg. 4), one per entry of ``order``.
+
+    With ``gap_uniforms`` (001 Alg. 2, gap sampling) the blocks in ``order``
+    (those never visited) come first, then one block per uniform in [0, 1),
+    drawn with probability proportional to its last gap estimate, which each
+    step refreshes.  ``line_search=False`` uses the predefined step
+    2n / (k + 2n).  Updates the state in place, including the lazy average
+    when ``state.avg_u`` is set.
     """
     cdef _Blocks b = _unpack(state)
     cdef float64_t[::1] w = state.w
@@ -99,19 +149,32 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps
     cdef CornerBuffer buf = CornerBuffer(oracle)
-    cdef intp_t n_order = order.shape[0]
     cdef float64_t lam = state.lam
-    if n_order == 0:
+    cdef _Sampler smp
+    cdef const float64_t[::1] uniforms
+    cdef float64_t[::1] tree
+    smp.order = &order[0] if order.shape[0] else NULL
+    smp.n_order = order.shape[0]
+    smp.uniforms = NULL
+    smp.n_uniforms = 0
+    if gap_uniforms is not None:
+        uniforms = gap_uniforms
+        tree_arr, smp.tree_size = _sum_tree(state.block_gap_estimates)
+        tree = tree_arr
+        smp.tree = &tree[0]
+        if uniforms.shape[0]:
+            smp.uniforms = &uniforms[0]
+            smp.n_uniforms = uniforms.shape[0]
+    if smp.n_order + smp.n_uniforms == 0:
         return
     try:
         if oracle.needs_gil:
-            _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &order[0], n_order, lam,
-                        line_search, &ell, &ell_avg, &n_steps, &buf.corner)
+            _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
+                        &ell, &ell_avg, &n_steps, &buf.corner)
         else:
             with nogil:
-                _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &order[0], n_order,
-                            lam, line_search, &ell, &ell_avg, &n_steps,
-                            &buf.corner)
+                _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
+                            &ell, &ell_avg, &n_steps, &buf.corner)
     finally:
         # Completed steps are kept even if an oracle call failed part-way.
         state.ell = ell

@@ -18,7 +18,7 @@ from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.state import SolverState, _check_lam
 
-SAMPLINGS = ("uniform", "perm")
+SAMPLINGS = ("uniform", "perm", "gap")
 
 
 @dataclass
@@ -68,9 +68,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     line_search : bool
         Closed-form line search; otherwise the predefined step 2n / (k + 2n)
         (2 / (k + 2) for batch).
-    sampling : {"uniform", "perm"}
-        BCFW block order: i.i.d. uniform draws, or a fresh random permutation
-        per pass.
+    sampling : {"uniform", "perm", "gap"}
+        BCFW block order: i.i.d. uniform draws, a fresh random permutation
+        per pass, or gap sampling (001 Alg. 2): blocks drawn with probability
+        proportional to their last gap estimate, never-visited blocks first
+        in random order; the gap checks refresh every estimate.  Ignored by
+        batch FW.
     averaging : bool
         Weighted averaging of the iterates; the averaged iterate is returned
         and certified.
@@ -129,9 +132,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             if batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
             else:
-                order = (rng.permutation(oracle.n_blocks) if sampling == "perm"
-                         else rng.integers(0, oracle.n_blocks, size=oracle.n_blocks))
-                run.timed(_fw.bcfw_pass, oracle, state, order.astype(np.intp), line_search)
+                order, uniforms = _block_order(rng, sampling, state)
+                run.timed(_fw.bcfw_pass, oracle, state, order, line_search, uniforms)
             run.count_pass()
             state.rng_state = rng.bit_generator.state
             status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
@@ -237,6 +239,16 @@ def _prepare_state(oracle, lam, averaging, state):
         state.avg_u = np.zeros(state.n_features if averaging else 0)
         state.reset_averaging()
     return state
+
+
+def _block_order(rng, sampling: str, state: SolverState):
+    """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``)."""
+    n = state.n_blocks
+    if sampling == "gap":
+        unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
+        return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
+    order = rng.permutation(n) if sampling == "perm" else rng.integers(0, n, size=n)
+    return order.astype(np.intp), None
 
 
 def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):

@@ -1,0 +1,36 @@
+# Sum tree for sampling blocks with probability proportional to a weight
+# (the last block gap estimate, 001 Alg. 2): O(log n) per draw and update.
+#
+# tree has 2 * size entries, size a power of two >= n; leaf i is
+# tree[size + i] and every internal node holds the sum of its two children,
+# recomputed from them on each update (so no rounding drift accumulates).
+from ssvm_core._typedefs cimport float64_t, intp_t
+
+
+cdef inline void _tree_set(float64_t* tree, intp_t size, intp_t i,
+                           float64_t weight) noexcept nogil:
+    cdef intp_t node = size + i
+    tree[node] = weight
+    node //= 2
+    while node >= 1:
+        tree[node] = tree[2 * node] + tree[2 * node + 1]
+        node //= 2
+
+
+cdef inline intp_t _tree_draw(const float64_t* tree, intp_t size, intp_t n,
+                              float64_t u) noexcept nogil:
+    """The leaf where u * total falls, u in [0, 1); never a zero-weight leaf.
+
+    When every weight is zero, block floor(u n) (a uniform draw).
+    """
+    cdef intp_t node = 1
+    cdef float64_t target = u * tree[1]
+    if not tree[1] > 0.0:
+        return min(<intp_t> (u * n), n - 1)
+    while node < size:
+        if tree[2 * node + 1] <= 0.0 or (tree[2 * node] > 0.0 and target < tree[2 * node]):
+            node = 2 * node
+        else:
+            target -= tree[2 * node]
+            node = 2 * node + 1
+    return node - size
