@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import csv
 import json
 import math
 import os
@@ -118,8 +119,8 @@ def test_ocr_large_fast_profile(monkeypatch):
     assert common.bound_oracle("ocr-large-fast").n_blocks == common.FAST_WORDS
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("bench_ocr_smoke", SCRIPT)
+def _load_script(path=SCRIPT):
+    spec = importlib.util.spec_from_file_location(f"{path.stem}_smoke", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -144,6 +145,20 @@ def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
     assert math.isfinite(report["solver_overhead_ratio"])
     # The manual pass loop is the public solver, step for step.
     assert report["solve_check"]["max_abs_gap_difference"] < 1e-9
+
+
+def test_bench_sampling_script(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
+    out = tmp_path / "sampling.csv"
+    script = _load_script(BENCH_DIR / "scripts" / "bench_sampling.py")
+    assert script.main(["--synthetic", "12", "--passes", "2", "--gap-check-every", "1",
+                        "--seeds", "2", "--csv", str(out)]) == 0
+    assert "gap" in capsys.readouterr().out
+    with open(out) as f:
+        rows = list(csv.DictReader(f))
+    assert {r["scheme"] for r in rows} == {"uniform", "perm", "gap"}
+    assert len(rows) == 3 * 2 * 3           # schemes x seeds x gap checks (start, 1, 2)
+    assert all(float(r["gap"]) >= -1e-12 for r in rows)
 
 
 def test_asv_config():
