@@ -8,9 +8,9 @@ with a few synthetic words.  Speed is never asserted here.
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import itertools
-import csv
 import json
 import math
 import os
