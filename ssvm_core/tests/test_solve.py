@@ -55,7 +55,7 @@ def chain(seed=0, **kw):
 def assert_history_consistent(history, n_blocks, averaging, rtol=1e-12):
     """Identities every history must satisfy (see ``solve``'s notes)."""
     keys = {"pass", "effective_passes", "oracle_calls", "n_steps", "time", "dual",
-            "gap_estimate", "primal", "gap"}
+            "gap_estimate", "primal", "gap", "replaced_answers"}
     if averaging:
         keys |= {"primal_avg", "dual_avg", "gap_avg"}
     prev = None

@@ -21,7 +21,8 @@ from ssvm_core.testing import (
 ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
           "block_gap_estimates", "avg_u")
 SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-           "passes", "effective_passes", "oracle_calls", "elapsed", "rng_state")
+           "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
+           "rng_state")
 
 
 def multiclass(seed=0, n=5, F=3, K=3):

@@ -6,6 +6,8 @@
 # w_s = psi_i(y) / (lam n) is read from a dense length-d array s times a scale,
 # so every helper costs O(m).
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from libc.math cimport fabs
+
 from ssvm_core._oracle cimport Corner
 
 
@@ -132,3 +134,27 @@ cdef inline float64_t _step_size(float64_t gap, float64_t curvature) noexcept no
             return 0.0
         return 1.0 if gap >= curvature else gap / curvature
     return 1.0 if gap > 0.0 else 0.0
+
+
+cdef inline bint _below_ground_truth(const Corner* c) noexcept nogil:
+    """The answer scores below the ground truth (H_i(y_i; w) = 0): an inexact oracle.
+
+    A margin of 1e-12 relative to |<w, psi>| absorbs the rounding of exact ones.
+    """
+    return c.score < -1e-12 * (1.0 + fabs(c.loss - c.score))
+
+
+cdef inline void _use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:
+    """Replace the answer by the ground-truth corner: psi = 0, L = 0, H = 0.
+
+    ``n_labels = -1`` marks the replacement for callers that stored labels.
+    """
+    cdef intp_t k
+    if c.psi_idx == NULL:
+        for k in range(n_features):
+            c.psi_val[k] = 0.0
+    else:
+        c.psi_nnz = 0
+    c.loss = 0.0
+    c.score = 0.0
+    c.n_labels = -1

@@ -16,8 +16,9 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._blocks cimport (_clear_psi, _corner_dense, _direction_stats,
-                                _dot_block, _move_toward, _step_size)
+from ssvm_core._blocks cimport (_below_ground_truth, _clear_psi, _corner_dense,
+                                _direction_stats, _dot_block, _move_toward, _step_size,
+                                _use_ground_truth)
 from ssvm_core._sampling cimport _tree_draw, _tree_set
 
 
@@ -71,7 +72,7 @@ cdef inline intp_t _next_block(const _Sampler* smp, intp_t t, intp_t n) noexcept
 cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
                      float64_t* avg_u, const _Sampler* smp, float64_t lam,
                      bint line_search, float64_t* ell, float64_t* ell_avg,
-                     intp_t* n_steps, Corner* c) except -1 nogil:
+                     intp_t* n_steps, intp_t* n_replaced, Corner* c) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, m, j
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* ws
@@ -79,6 +80,9 @@ cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
     for t in range(smp.n_order + smp.n_uniforms):
         i = _next_block(smp, t, n)
         oracle.solve(i, w, c)
+        if _below_ground_truth(c):
+            _use_ground_truth(c, oracle.n_features)
+            n_replaced[0] += 1
         ws = _corner_dense(c, s)
         wi = b.values + b.ptr[i]
         m = b.ptr[i + 1] - b.ptr[i]
@@ -147,7 +151,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     cdef float64_t[::1] avg_u = state.avg_u
     cdef float64_t* avg_ptr = NULL if avg_u.shape[0] == 0 else &avg_u[0]
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
-    cdef intp_t n_steps = state.n_steps
+    cdef intp_t n_steps = state.n_steps, n_replaced = 0
     cdef CornerBuffer buf = CornerBuffer(oracle)
     cdef float64_t lam = state.lam
     cdef _Sampler smp
@@ -170,16 +174,17 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     try:
         if oracle.needs_gil:
             _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
-                        &ell, &ell_avg, &n_steps, &buf.corner)
+                        &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
         else:
             with nogil:
                 _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
-                            &ell, &ell_avg, &n_steps, &buf.corner)
+                            &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
     finally:
         # Completed steps are kept even if an oracle call failed part-way.
         state.ell = ell
         state.ell_avg = ell_avg
         state.n_steps = n_steps
+        state.replaced_answers += n_replaced
 
 
 cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t lam,
@@ -189,6 +194,8 @@ cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64
     cdef float64_t total = 0.0
     for i in range(start, stop):
         oracle.solve(i, w, c)
+        if _below_ground_truth(c):          # max_y H_i >= H_i(y_i) = 0
+            c.score = 0.0
         total += c.score
         if block_gaps:
             b.gap_estimates[i] = (lam * _dot_block(b.values + b.ptr[i], _block_support(b, i),
@@ -224,7 +231,7 @@ def score_range(MaxOracle oracle, const float64_t[::1] w, state, intp_t start, i
 
 cdef int _fw_corners(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t lam,
                      int32_t* labels, intp_t* n_labels, float64_t* ws,
-                     float64_t* ell_s, Corner* c) except -1 nogil:
+                     float64_t* ell_s, intp_t* n_replaced, Corner* c) except -1 nogil:
     # Batch FW, phase 1: all corners at w; sum w_s and ell_s; exact block gaps.
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features, i, k
     cdef intp_t stride = oracle.max_labels
@@ -232,6 +239,9 @@ cdef int _fw_corners(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t
     ell_s[0] = 0.0
     for i in range(n):
         oracle.solve(i, w, c)
+        if _below_ground_truth(c):
+            _use_ground_truth(c, d)
+            n_replaced[0] += 1
         for k in range(c.n_labels):
             labels[i * stride + k] = c.labels[k]
         n_labels[i] = c.n_labels
@@ -253,15 +263,18 @@ cdef int _fw_move(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
                   const int32_t* labels, const intp_t* n_labels, Corner* c) except -1 nogil:
     # Batch FW, phase 2: move every block toward its corner with the common gamma.
     cdef intp_t n = oracle.n_blocks, i
-    cdef float64_t scale = 1.0 / (lam * n)
+    cdef float64_t scale = 1.0 / (lam * n), loss
     cdef const float64_t* ws
     for i in range(n):
-        oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], w, c)
-        ws = _corner_dense(c, s)
+        if n_labels[i] < 0:                  # replaced by the ground truth: psi = 0
+            ws, loss = s, 0.0                # s is all zeros between steps
+        else:
+            oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], w, c)
+            ws, loss = _corner_dense(c, s), c.loss
         _move_toward(b.values + b.ptr[i], _block_support(b, i), b.ptr[i + 1] - b.ptr[i],
                      ws, scale, gamma, w, avg_u, avg_coef)
-        b.ell[i] += gamma * (c.loss / n - b.ell[i])
-        if c.psi_idx != NULL:
+        b.ell[i] += gamma * (loss / n - b.ell[i])
+        if n_labels[i] >= 0 and c.psi_idx != NULL:
             _clear_psi(c, s)
     return 0
 
@@ -284,14 +297,14 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     cdef CornerBuffer buf = CornerBuffer(oracle)
     cdef float64_t lam = state.lam, ell = state.ell, ell_s = 0.0, dot = 0.0, sq = 0.0
     cdef float64_t gap, gamma, diff
-    cdef intp_t k, j = state.n_steps + 1
+    cdef intp_t k, j = state.n_steps + 1, n_replaced = 0
     if oracle.needs_gil:
         _fw_corners(oracle, &b, &w[0], lam, &labels[0], &n_labels[0], &ws[0], &ell_s,
-                    &buf.corner)
+                    &n_replaced, &buf.corner)
     else:
         with nogil:
             _fw_corners(oracle, &b, &w[0], lam, &labels[0], &n_labels[0], &ws[0], &ell_s,
-                        &buf.corner)
+                        &n_replaced, &buf.corner)
     for k in range(d):
         diff = w[k] - ws[k]
         dot += diff * w[k]
@@ -308,4 +321,5 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     state.ell = ell + gamma * (ell_s - ell)
     state.ell_avg = ((j - 1.0) * state.ell_avg + 2.0 * state.ell) / (j + 1.0)
     state.n_steps = j
+    state.replaced_answers += n_replaced
     return gap

@@ -14,7 +14,7 @@ _FORMAT_VERSION = 1
 _ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
            "block_gap_estimates", "avg_u")
 _SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging")
-_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed")
+_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers")
 
 
 class SolverState:
@@ -52,6 +52,9 @@ class SolverState:
         Lazy weighted-average accumulators (see ``averaged_w``).
     passes, effective_passes, oracle_calls, elapsed :
         Solver passes, oracle calls / n, oracle calls and seconds so far.
+    replaced_answers : int
+        Oracle answers that scored below the ground truth (an inexact oracle)
+        and were replaced by the ground-truth corner in a step.
     rng_state : dict or None
         State of the NumPy bit generator, for exact resumption.
     """
@@ -82,6 +85,7 @@ class SolverState:
         self.effective_passes = 0.0
         self.oracle_calls = 0
         self.elapsed = 0.0
+        self.replaced_answers = 0
         self.rng_state: dict[str, Any] | None = None
 
     @classmethod
