@@ -92,3 +92,18 @@ def binary_problems(draw):
         cost = _random_cost(rng, 2) if kind == "multiclass_cost" else None
         model = MulticlassModel(2, F, cost=cost)
     return _toy(model, X, Y, lam, rng)
+
+
+class DelegatingOracle:
+    """A Python oracle forwarding to another one; subclasses override ``solve``."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.n_blocks, self.n_features = inner.n_blocks, inner.n_features
+        self.max_labels = inner.max_labels
+
+    def solve(self, i, w):
+        return self.inner.solve(i, w)
+
+    def evaluate(self, i, labels, w):
+        return self.inner.evaluate(i, labels, w)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import toy_problems
+from strategies import DelegatingOracle, toy_problems
 
 from ssvm_core import BruteForceOracle, SolverState, as_oracle, solve
 from ssvm_core._fw import bcfw_pass, sample_proportional
@@ -39,21 +39,16 @@ def test_sampler_frequencies_follow_the_weights():
     np.testing.assert_allclose(freq, weights / weights.sum(), atol=0.005)
 
 
-class _Recorder:
-    """A Python oracle that records which blocks it is asked to solve."""
+class _Recorder(DelegatingOracle):
+    """Records which blocks it is asked to solve."""
 
     def __init__(self, inner):
-        self.inner = inner
-        self.n_blocks, self.n_features = inner.n_blocks, inner.n_features
-        self.max_labels = inner.max_labels
+        super().__init__(inner)
         self.calls = []
 
     def solve(self, i, w):
         self.calls.append(i)
         return self.inner.solve(i, w)
-
-    def evaluate(self, i, labels, w):
-        return self.inner.evaluate(i, labels, w)
 
 
 def _half_trivial_problem(n=12, seed=0):

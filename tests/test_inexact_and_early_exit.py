@@ -2,28 +2,21 @@
 
 import numpy as np
 import pytest
+from strategies import DelegatingOracle
 
 from ssvm_core import BruteForceOracle, as_oracle, duality_gap, solve
 from ssvm_core.testing import enumerate_problem, recover_alpha
 from ssvm_oracles import MulticlassModel
 
 
-class _WorstOnEvenBlocks:
+class _WorstOnEvenBlocks(DelegatingOracle):
     """An inexact oracle: the *worst* labelling (argmin H) on even blocks."""
-
-    def __init__(self, brute):
-        self.brute = brute
-        self.n_blocks, self.n_features = brute.n_blocks, brute.n_features
-        self.max_labels = brute.max_labels
 
     def solve(self, i, w):
         if i % 2:
-            return self.brute.solve(i, w)
-        k = int(np.argmin(self.brute.scores(i, w)))
-        return self.brute.candidates(i)[k], self.brute.psi_matrix(i)[k], self.brute.losses(i)[k]
-
-    def evaluate(self, i, labels, w):
-        return self.brute.evaluate(i, labels, w)
+            return self.inner.solve(i, w)
+        k = int(np.argmin(self.inner.scores(i, w)))
+        return self.inner.candidates(i)[k], self.inner.psi_matrix(i)[k], self.inner.losses(i)[k]
 
 
 def _problem(n=8, seed=0):
