@@ -129,12 +129,16 @@ def run_passes(oracle, args, seed: int, gap_at=()) -> tuple[list[float], dict, n
     return times, gaps, state.w.copy()
 
 
-def oracle_seconds(oracle, w: np.ndarray, repeat: int) -> float:
-    """Median seconds per oracle call over ``repeat`` score passes at ``w``."""
+def gap_pass_seconds(oracle, w: np.ndarray, repeat: int, n_jobs: int = 1) -> float:
+    """Median seconds of one score (gap) pass at ``w`` with ``n_jobs`` threads."""
     from ssvm_core.parallel import score_pass
 
-    seconds = [timed(score_pass, oracle, w) for _ in range(repeat)]
-    return statistics.median(seconds) / oracle.n_blocks
+    return statistics.median(timed(score_pass, oracle, w, None, n_jobs) for _ in range(repeat))
+
+
+def oracle_seconds(oracle, w: np.ndarray, repeat: int) -> float:
+    """Median seconds per oracle call over ``repeat`` serial score passes at ``w``."""
+    return gap_pass_seconds(oracle, w, repeat) / oracle.n_blocks
 
 
 def solve_check(oracle, args, gap_at) -> dict:
@@ -188,6 +192,7 @@ def main(argv=None) -> dict:
 
     oracle_zero_s = oracle_seconds(oracle, np.zeros(d), args.repeat)
     oracle_trained_s = oracle_seconds(oracle, w_trained, args.repeat)
+    threaded_s = gap_pass_seconds(oracle, w_trained, args.repeat, n_jobs=2)
     step_s = steady_s / n
     overhead = (steady_s - n * oracle_trained_s) / (n * oracle_trained_s)
 
@@ -204,6 +209,8 @@ def main(argv=None) -> dict:
     print("oracle call (score_pass / n)")
     print(f"  at w = 0                  {oracle_zero_s * 1e6:9.2f} us")
     print(f"  at trained w (pass {args.passes:2d})    {oracle_trained_s * 1e6:9.2f} us")
+    print(f"gap pass at trained w: 1 thread {n * oracle_trained_s * 1e3:.1f} ms, "
+          f"2 threads {threaded_s * 1e3:.1f} ms")
     print(f"solver overhead (pass - n*oracle) / (n*oracle) = {overhead:.3f}   "
           f"({(step_s - oracle_trained_s) * 1e6:.2f} us per step outside the oracle)")
     print()
@@ -232,6 +239,7 @@ def main(argv=None) -> dict:
         "pass_s": {"first_median": first_s, "first_all": first, "steady_median": steady_s,
                    "steady_all": steady},
         "oracle_call_s": {"w_zero": oracle_zero_s, "w_trained": oracle_trained_s},
+        "gap_pass_s": {"1": n * oracle_trained_s, "2": threaded_s},
         "block_step_s": step_s,
         "solver_overhead_ratio": overhead,
         "gap": {str(p): gaps[p] for p in gap_at},
