@@ -64,14 +64,7 @@ class SolverState:
         self.lam = _check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
-        if supports is None:
-            self.block_ptr = np.arange(n_blocks + 1, dtype=np.intp) * n_features
-            self.block_support = np.zeros(0, dtype=np.int32)
-        else:
-            sizes = [len(sup) for sup in supports]
-            self.block_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
-            self.block_support = (np.concatenate(supports).astype(np.int32)
-                                  if sizes else np.zeros(0, np.int32))
+        self.block_ptr, self.block_support = _layout(n_blocks, n_features, supports)
         self.block_values = np.zeros(self.block_ptr[-1])
         self.block_ell = np.zeros(n_blocks)
         self.block_gap_estimates = np.full(n_blocks, np.nan)
@@ -91,14 +84,7 @@ class SolverState:
     @classmethod
     def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True) -> SolverState:
         """Initial state alpha_i = delta(y_i) (w = 0, ell = 0) laid out for ``oracle``."""
-        supports = [oracle.block_support(i) for i in range(oracle.n_blocks)]
-        if all(sup is None for sup in supports):
-            supports = None
-        else:
-            supports = [np.arange(oracle.n_features, dtype=np.int32) if sup is None
-                        else _check_support(sup, oracle.n_features, i)
-                        for i, sup in enumerate(supports)]
-        return cls(lam, oracle.n_blocks, oracle.n_features, supports, averaging)
+        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_supports(oracle), averaging)
 
     @property
     def dense_blocks(self) -> bool:
@@ -152,9 +138,9 @@ class SolverState:
             raise ValueError(
                 f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
                 f"{oracle.n_blocks} x {oracle.n_features}: warm start needs the same data")
-        expected = SolverState.for_oracle(oracle, self.lam, averaging=False)
-        if not (np.array_equal(expected.block_ptr, self.block_ptr)
-                and np.array_equal(expected.block_support, self.block_support)):
+        ptr, support = _layout(self.n_blocks, self.n_features, _oracle_supports(oracle))
+        if not (np.array_equal(ptr, self.block_ptr)
+                and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
 
     def copy(self) -> SolverState:
@@ -196,6 +182,27 @@ class SolverState:
         state.block_ptr = state.block_ptr.astype(np.intp)
         state.block_support = state.block_support.astype(np.int32)
         return state
+
+
+def _oracle_supports(oracle: MaxOracle) -> list[np.ndarray] | None:
+    """Checked per-block supports of ``oracle``, or None when every block is dense."""
+    supports = [oracle.block_support(i) for i in range(oracle.n_blocks)]
+    if all(sup is None for sup in supports):
+        return None
+    return [np.arange(oracle.n_features, dtype=np.int32) if sup is None
+            else _check_support(sup, oracle.n_features, i) for i, sup in enumerate(supports)]
+
+
+def _layout(n_blocks: int, n_features: int,
+            supports: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(block_ptr, block_support)`` of the flat block storage (no values allocated)."""
+    if supports is None:
+        return (np.arange(n_blocks + 1, dtype=np.intp) * n_features,
+                np.zeros(0, dtype=np.int32))
+    sizes = [len(sup) for sup in supports]
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    support = np.concatenate(supports).astype(np.int32) if sizes else np.zeros(0, np.int32)
+    return ptr, support
 
 
 def _check_lam(lam: float) -> float:
