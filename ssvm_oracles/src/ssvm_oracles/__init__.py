@@ -3,10 +3,17 @@
 from importlib.metadata import version as _version
 
 from ssvm_oracles._chain import ChainOracle
+from ssvm_oracles._matching import MatchingOracle
 from ssvm_oracles._multiclass import MulticlassOracle
 from ssvm_oracles.chain import ChainModel
+from ssvm_oracles.graphcut import GraphCutModel, GraphCutOracle, NonSubmodularError
+from ssvm_oracles.matching import MatchingInput, MatchingModel
 from ssvm_oracles.multiclass import MulticlassModel
 
 __version__ = _version("ssvm-oracles")
 
-__all__ = ["ChainModel", "ChainOracle", "MulticlassModel", "MulticlassOracle", "__version__"]
+__all__ = [
+    "ChainModel", "ChainOracle", "GraphCutModel", "GraphCutOracle", "MatchingInput",
+    "MatchingModel", "MatchingOracle", "MulticlassModel", "MulticlassOracle",
+    "NonSubmodularError", "__version__",
+]
