@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -r requirements/build.txt
-for pkg in ssvm_data ssvm_core ssvm_oracles; do
+# ssvm_oracles[graphcut] adds PyMaxflow (GPL-3, optional) for GraphCutModel.
+for pkg in ssvm_data ssvm_core "ssvm_oracles[graphcut]"; do
     python -m pip install --no-build-isolation "./$pkg"
 done
 python -m pip install --no-build-isolation ".[test]"

@@ -1,0 +1,268 @@
+"""GraphCutModel / GraphCutOracle: min-cut against enumeration, loss, inputs, errors."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssvm_core import BruteForceOracle, as_oracle
+from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
+from ssvm_oracles import GraphCutModel, GraphCutOracle, NonSubmodularError
+from ssvm_oracles.graphcut import balanced_weights
+
+
+def random_graph(rng, n_nodes: int, n_unary: int, n_pairwise: int, density: float):
+    """A random undirected graph on n_nodes with Gaussian unary and uniform pairwise features."""
+    pairs = np.array(list(itertools.combinations(range(n_nodes), 2)), dtype=np.int64)
+    pairs = pairs.reshape(-1, 2)[rng.random(len(pairs)) < density]
+    flip = rng.random(len(pairs)) < 0.5                      # endpoint order must not matter
+    pairs[flip] = pairs[flip, ::-1]
+    unary = rng.normal(size=(n_nodes, n_unary))
+    pairwise = rng.random((len(pairs), n_pairwise)) * (rng.random((len(pairs), n_pairwise)) < 0.8)
+    return unary, pairs, pairwise
+
+
+@st.composite
+def graph_data(draw):
+    """1-3 images of 1-8 nodes each, with labels and a seeded generator for weights."""
+    n_images = draw(st.integers(1, 3))
+    n_unary = draw(st.integers(1, 4))
+    n_pairwise = draw(st.integers(1, 3))
+    density = draw(st.sampled_from([0.0, 0.3, 0.6, 1.0]))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    X, Y = [], []
+    for _ in range(n_images):
+        n_nodes = draw(st.integers(1, 8))
+        X.append(random_graph(rng, n_nodes, n_unary, n_pairwise, density))
+        Y.append(rng.integers(0, 2, size=n_nodes))
+    return X, Y, n_unary, n_pairwise, rng
+
+
+def feasible_weights(rng, n_unary, n_pairwise):
+    """Weights with w_P >= 0 at several scales (some pairwise weights exactly 0)."""
+    out = []
+    for scale in (0.1, 1.0, 5.0):
+        w_pairwise = rng.exponential(scale, n_pairwise) * (rng.random(n_pairwise) < 0.7)
+        out.append(np.concatenate([rng.normal(scale=scale, size=n_unary), w_pairwise]))
+    return out
+
+
+def reference_scores(x, y_true, w, n_unary):
+    """H(y) = L(y) + <w, phi(y)> - <w, phi(y_true)> for every labelling, from the formulas.
+
+    Written from 001 App. I.3 without the model's code: score(y) = sum_p (2 y_p - 1)
+    <w_U, x_p> - sum_{pq} <w_P, x_pq> [y_p != y_q]; class-balanced Hamming loss.
+    """
+    unary, edges, pairwise = x
+    n = len(y_true)
+
+    def score(y):
+        s = sum((2 * y[p] - 1) * float(unary[p] @ w[:n_unary]) for p in range(n))
+        return s - sum(float(pairwise[e] @ w[n_unary:])
+                       for e, (p, q) in enumerate(edges) if y[p] != y[q])
+
+    counts = [sum(1 for v in y_true if v == c) for c in (0, 1)]
+    classes = sum(1 for c in counts if c)
+    labellings = list(itertools.product((0, 1), repeat=n))
+    H = []
+    for y in labellings:
+        loss = sum(1.0 / (classes * counts[y_true[p]]) for p in range(n) if y[p] != y_true[p])
+        H.append(loss + score(y) - score(list(y_true)))
+    return np.array(H), labellings
+
+
+@settings(max_examples=scaled_examples(40))
+@given(graph_data())
+def test_oracle_equals_brute_force(data):
+    X, Y, n_unary, n_pairwise, rng = data
+    model = GraphCutModel()
+    oracle = model.bind(X, Y)
+    assert isinstance(oracle, GraphCutOracle)
+    assert (oracle.n_blocks, oracle.n_features) == (len(X), n_unary + n_pairwise)
+    problem = enumerate_problem(BruteForceOracle(model, X, Y))
+    # Ties between labellings are possible (e.g. isolated nodes with zero weights).
+    check_oracle(oracle, problem, feasible_weights(rng, n_unary, n_pairwise), atol=1e-9,
+                 check_labels=False)
+
+
+@settings(max_examples=scaled_examples(30))
+@given(graph_data())
+def test_oracle_max_equals_an_independent_enumeration(data):
+    X, Y, n_unary, n_pairwise, rng = data
+    oracle = as_oracle(GraphCutModel().bind(X, Y))
+    for w in feasible_weights(rng, n_unary, n_pairwise):
+        for i, (x, y) in enumerate(zip(X, Y)):
+            H, labellings = reference_scores(x, y, w, n_unary)
+            labels, _psi, loss, score = oracle.solve_py(i, w)
+            tol = 1e-9 * max(1.0, np.abs(H).max())
+            assert score == pytest.approx(H.max(), abs=tol)
+            assert score == pytest.approx(H[labellings.index(tuple(labels))], abs=tol)
+            assert 0.0 <= loss <= 1.0 + 1e-12
+
+
+@settings(max_examples=scaled_examples(30))
+@given(graph_data())
+def test_ground_truth_has_zero_psi_and_loss_and_losses_are_in_unit_interval(data):
+    X, Y, n_unary, n_pairwise, rng = data
+    model = GraphCutModel()
+    oracle = model.bind(X, Y)
+    w = feasible_weights(rng, n_unary, n_pairwise)[1]
+    for i, (x, y) in enumerate(zip(X, Y)):
+        psi, loss = oracle.evaluate(i, y, w)
+        assert loss == 0.0 and not psi.any()
+        assert model.loss(y, y) == 0.0
+        for cand in model.enumerate_labelings(x):
+            assert 0.0 <= model.loss(y, cand) <= 1.0 + 1e-12
+        # Every node wrong costs exactly 1 (both classes weigh one half, or one class all).
+        assert model.loss(y, 1 - y) == pytest.approx(1.0)
+
+
+@settings(max_examples=scaled_examples(20))
+@given(graph_data())
+def test_predict_is_the_argmax_of_the_score(data):
+    X, Y, n_unary, n_pairwise, rng = data
+    model = GraphCutModel()
+    model.bind(X, Y)
+    for w in feasible_weights(rng, n_unary, n_pairwise):
+        for x, pred in zip(X, model.predict(X, w)):
+            scores = [w @ model.joint_feature(x, c) for c in model.enumerate_labelings(x)]
+            assert w @ model.joint_feature(x, pred) == pytest.approx(
+                max(scores), abs=1e-9 * max(1.0, np.abs(scores).max()))
+
+
+def test_joint_feature_layout():
+    unary = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    edges = np.array([[0, 1], [1, 2]])
+    pairwise = np.array([[0.5], [0.25]])
+    model = GraphCutModel()
+    phi = model.joint_feature((unary, edges, pairwise), [1, 0, 0])
+    # unary: x_0 - x_1 - x_2; pairwise: minus the features of the cut edge (0, 1).
+    np.testing.assert_array_equal(phi, [1 - 3 - 5, 2 - 4 - 6, -0.5])
+    assert model.size_joint_feature == 3
+
+
+def test_balanced_loss_values():
+    y = np.array([1, 0, 0, 0])
+    np.testing.assert_allclose(balanced_weights(y), [0.5, 1 / 6, 1 / 6, 1 / 6])
+    model = GraphCutModel()
+    assert model.loss(y, [0, 0, 0, 0]) == pytest.approx(0.5)
+    assert model.loss(y, [1, 1, 0, 0]) == pytest.approx(1 / 6)
+    # A single-class image: plain normalised Hamming loss.
+    np.testing.assert_allclose(balanced_weights(np.zeros(4, int)), 0.25)
+    assert model.loss([0, 0, 0, 0], [1, 1, 0, 0]) == pytest.approx(0.5)
+
+
+def test_zero_weights_return_the_worst_labelling():
+    """At w = 0 the oracle maximises the loss alone: every node flipped, loss 1."""
+    rng = np.random.default_rng(3)
+    X = [random_graph(rng, 7, 3, 2, 0.5)]
+    Y = [np.array([0, 1, 1, 0, 0, 0, 1])]
+    labels, _psi, loss = GraphCutModel().bind(X, Y).solve(0, np.zeros(5))
+    np.testing.assert_array_equal(labels, 1 - Y[0])
+    assert loss == pytest.approx(1.0)
+
+
+def test_weight_bounds():
+    model = GraphCutModel(3, 2)
+    lower, upper = model.weight_bounds()
+    np.testing.assert_array_equal(lower, [-np.inf] * 3 + [0.0, 0.0])
+    np.testing.assert_array_equal(upper, [np.inf] * 5)
+    with pytest.raises(ValueError, match="unknown until the model is bound"):
+        GraphCutModel().weight_bounds()
+
+
+def test_negative_pairwise_weights_are_rejected():
+    rng = np.random.default_rng(1)
+    X = [random_graph(rng, 5, 2, 3, 0.8)]
+    Y = [np.array([0, 1, 1, 0, 1])]
+    model = GraphCutModel()
+    oracle = model.bind(X, Y)
+    w = np.array([0.3, -0.2, 0.1, -1e-3, 0.0])
+    with pytest.raises(NonSubmodularError, match=r"w_P\[1\] = -0.001 is negative"):
+        oracle.solve(0, w)
+    with pytest.raises(NonSubmodularError, match="weight_bounds"):
+        as_oracle(oracle).solve_py(0, w)          # through the compiled adapter
+    with pytest.raises(NonSubmodularError):
+        model.predict(X, w)
+    assert issubclass(NonSubmodularError, ValueError)
+    # Negative unary weights are fine, and evaluate needs no min-cut.
+    psi, loss = oracle.evaluate(0, Y[0], w)
+    assert loss == 0.0 and not psi.any()
+
+
+def test_missing_pymaxflow_is_a_clear_import_error(monkeypatch):
+    rng = np.random.default_rng(0)
+    X, Y = [random_graph(rng, 3, 2, 1, 1.0)], [np.array([0, 1, 1])]
+    monkeypatch.setitem(sys.modules, "maxflow", None)     # makes `import maxflow` fail
+    with pytest.raises(ImportError, match=r"pip install 'ssvm-oracles\[graphcut\]'"):
+        GraphCutModel().bind(X, Y)
+
+
+def good_image():
+    return (np.ones((3, 2)), np.array([[0, 1], [1, 2]]), np.ones((2, 1)))
+
+
+@pytest.mark.parametrize("x, y, message", [
+    ((np.ones((3, 2)), np.array([[0, 1]])), [0, 1, 1], "must be a .unary, edges, pairwise. triple"),
+    ((np.ones(3), np.array([[0, 1]]), np.ones((1, 1))), [0, 1, 1], "must be 2-D"),
+    ((np.ones((3, 2)), np.array([0, 1, 2]), np.ones((1, 1))), [0, 1, 1],
+     r"edges must have shape \(n_edges, 2\)"),
+    ((np.ones((3, 2)), np.array([[0, 3]]), np.ones((1, 1))), [0, 1, 1],
+     r"edge endpoints outside \[0, 3\)"),
+    ((np.ones((3, 2)), np.array([[-1, 2]]), np.ones((1, 1))), [0, 1, 1], "outside"),
+    ((np.ones((3, 2)), np.array([[1, 1]]), np.ones((1, 1))), [0, 1, 1], "self-loop"),
+    ((np.ones((3, 2)), np.array([[0.0, 1.0]]), np.ones((1, 1))), [0, 1, 1], "integer node"),
+    ((np.ones((3, 2)), np.array([[0, 1]]), np.ones((2, 1))), [0, 1, 1],
+     r"pairwise features must have shape \(n_edges=1"),
+    ((np.ones((3, 2)), np.array([[0, 1]]), -np.ones((1, 1))), [0, 1, 1],
+     "negative pairwise features"),
+    ((np.full((3, 2), np.nan), np.array([[0, 1]]), np.ones((1, 1))), [0, 1, 1], "NaN"),
+    (good_image(), [0, 1], r"Y\[0\] has shape \(2,\), expected \(3,\)"),
+    (good_image(), [0, 2, 1], r"labels outside \{0, 1\}"),
+    (good_image(), [0.0, 1.0, 1.0], "integer labels"),
+])
+def test_bind_rejects_bad_input(x, y, message):
+    with pytest.raises(ValueError, match=message):
+        GraphCutModel().bind([x], [y])
+
+
+def test_feature_counts_are_inferred_then_enforced():
+    model = GraphCutModel()
+    model.bind([good_image()], [[0, 1, 1]])
+    assert (model.n_unary, model.n_pairwise) == (2, 1)
+    bad = (np.ones((3, 4)), np.array([[0, 1]]), np.ones((1, 1)))
+    with pytest.raises(ValueError, match="4 unary features, expected 2"):
+        model.bind([bad], [[0, 1, 1]])
+    bad = (np.ones((3, 2)), np.array([[0, 1]]), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="3 pairwise features, expected 1"):
+        model.predict([bad], np.zeros(3))
+    with pytest.raises(ValueError, match="X has 1 images but Y has 2"):
+        model.bind([good_image()], [[0, 1, 1], [0, 0, 0]])
+    with pytest.raises(ValueError, match="X is empty"):
+        model.bind([], [])
+
+
+def test_evaluate_checks_the_labelling():
+    oracle = GraphCutModel().bind([good_image()], [[0, 1, 1]])
+    for labels in ([0, 1], [0, 1, 2], [0, -1, 1]):
+        with pytest.raises(ValueError, match="0/1 labelling of its 3 nodes"):
+            oracle.evaluate(0, labels, np.zeros(3))
+
+
+def test_graph_without_edges_decodes_node_by_node():
+    unary = np.array([[1.0], [-2.0], [0.5]])
+    x = (unary, np.zeros((0, 2), np.int64), np.zeros((0, 2)))
+    model = GraphCutModel()
+    oracle = model.bind([x], [[1, 0, 0]])
+    w = np.array([1.0, 0.3, 0.7])
+    np.testing.assert_array_equal(model.predict([x], w)[0], [1, 0, 1])
+    labels, psi, loss = oracle.solve(0, w)
+    # Loss-augmented: node 2 keeps label 1 (score +0.5) and adds 0.25 to the loss.
+    np.testing.assert_array_equal(labels, [1, 0, 1])
+    assert loss == pytest.approx(0.25)
+    np.testing.assert_allclose(psi, [-1.0, 0.0, 0.0])
