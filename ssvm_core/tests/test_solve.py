@@ -55,7 +55,8 @@ def chain(seed=0, **kw):
 def assert_history_consistent(history, n_blocks, averaging, rtol=1e-12):
     """Identities every history must satisfy (see ``solve``'s notes)."""
     keys = {"pass", "effective_passes", "oracle_calls", "n_steps", "time", "dual",
-            "gap_estimate", "primal", "gap", "replaced_answers"}
+            "gap_estimate", "primal", "gap", "replaced_answers", "fw_steps", "away_steps",
+            "pairwise_steps", "drop_steps", "cache_hits_local", "cache_hits_global"}
     if averaging:
         keys |= {"primal_avg", "dual_avg", "gap_avg"}
     prev = None
@@ -331,7 +332,9 @@ def test_get_params_set_params_round_trip():
                          random_state=7, callback=cb, n_jobs=2, verbose=0)
     params = est.get_params()
     assert params == {"model": model, "lam": 0.3, "C": None, "batch": True,
-                      "line_search": False, "sampling": "perm", "averaging": False,
+                      "line_search": False, "sampling": "perm", "step": "fw", "cache": False,
+                      "cache_size": 50, "cache_factor": 0.25, "cache_nu": 0.01, "box": None,
+                      "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
                       "time_budget": 3.0, "gap_check_every": 4, "warm_start": True,
                       "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0}

@@ -132,7 +132,7 @@ def test_save_load_round_trip_is_exact(tmp_path, averaging):
     # The file holds no pickles.
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
-    assert meta["format_version"] == 1
+    assert meta["format_version"] == 2
 
 
 def test_save_load_keeps_sparse_block_layout(tmp_path):

@@ -35,70 +35,88 @@ cdef inline float64_t _dot_block(const float64_t* wi, const int32_t* support, in
     return (a0 + a1) + (a2 + a3)
 
 
-cdef inline void _direction_stats(const float64_t* wi, const int32_t* support, intp_t m,
-                                  const float64_t* s, float64_t scale, const float64_t* w,
-                                  float64_t* dot, float64_t* sqnorm) noexcept nogil:
-    """dot = <w_i - scale*s, w> and sqnorm = ||w_i - scale*s||^2 over the block.
+cdef struct Primal:
+    # The primal side of a dual point: v = A alpha and w = clip(v, lower, upper)
+    # (001 App. H).  Without a box, w and v are the same array and lower ==
+    # upper == NULL.  avg_u (NULL without averaging) accumulates changes of v.
+    float64_t* v
+    float64_t* w
+    const float64_t* lower
+    const float64_t* upper
+    float64_t* avg_u
 
-    Two partial sums each, so the additions pipeline.
+
+cdef inline void _affine_stats(const float64_t* wi, const int32_t* support, intp_t m,
+                               float64_t a, const float64_t* s, float64_t c,
+                               const float64_t* w, float64_t* dot,
+                               float64_t* sqnorm) noexcept nogil:
+    """For the block direction e = a w_i + c s: dot = <e, w> and sqnorm = ||e||^2.
+
+    ``s`` is dense (length d); two partial sums each, so the additions pipeline.
     """
     cdef float64_t d0 = 0.0, d1 = 0.0, q0 = 0.0, q1 = 0.0, e0, e1
     cdef intp_t k, m2 = m - m % 2
     if support == NULL:
         for k in range(0, m2, 2):
-            e0 = wi[k] - scale * s[k]
-            e1 = wi[k + 1] - scale * s[k + 1]
+            e0 = a * wi[k] + c * s[k]
+            e1 = a * wi[k + 1] + c * s[k + 1]
             d0 += e0 * w[k]
             d1 += e1 * w[k + 1]
             q0 += e0 * e0
             q1 += e1 * e1
         for k in range(m2, m):
-            e0 = wi[k] - scale * s[k]
+            e0 = a * wi[k] + c * s[k]
             d0 += e0 * w[k]
             q0 += e0 * e0
     else:
         for k in range(0, m2, 2):
-            e0 = wi[k] - scale * s[support[k]]
-            e1 = wi[k + 1] - scale * s[support[k + 1]]
+            e0 = a * wi[k] + c * s[support[k]]
+            e1 = a * wi[k + 1] + c * s[support[k + 1]]
             d0 += e0 * w[support[k]]
             d1 += e1 * w[support[k + 1]]
             q0 += e0 * e0
             q1 += e1 * e1
         for k in range(m2, m):
-            e0 = wi[k] - scale * s[support[k]]
+            e0 = a * wi[k] + c * s[support[k]]
             d0 += e0 * w[support[k]]
             q0 += e0 * e0
     dot[0] = d0 + d1
     sqnorm[0] = q0 + q1
 
 
-cdef inline void _move_toward(float64_t* wi, const int32_t* support, intp_t m,
-                              const float64_t* s, float64_t scale, float64_t gamma,
-                              float64_t* w, float64_t* avg_u,
-                              float64_t avg_coef) noexcept nogil:
-    """w_i += gamma (scale*s - w_i); w gets the same change; avg_u += avg_coef * change."""
+cdef inline float64_t _clip(float64_t x, float64_t lo, float64_t hi) noexcept nogil:
+    return lo if x < lo else (hi if x > hi else x)
+
+
+cdef inline void _affine_move(float64_t* wi, const int32_t* support, intp_t m,
+                              float64_t a, const float64_t* s, float64_t c,
+                              Primal* p, float64_t avg_coef) noexcept nogil:
+    """w_i += a w_i + c s; v gets the same change, w = clip(v) follows it and
+    avg_u += avg_coef * change."""
     cdef float64_t delta
     cdef intp_t k, g
-    if support == NULL:
-        if avg_u == NULL:
+    if support == NULL and p.lower == NULL:
+        if p.avg_u == NULL:
             for k in range(m):
-                delta = gamma * (scale * s[k] - wi[k])
+                delta = a * wi[k] + c * s[k]
                 wi[k] += delta
-                w[k] += delta
+                p.v[k] += delta
         else:
             for k in range(m):
-                delta = gamma * (scale * s[k] - wi[k])
+                delta = a * wi[k] + c * s[k]
                 wi[k] += delta
-                w[k] += delta
-                avg_u[k] += avg_coef * delta
-    else:
-        for k in range(m):
-            g = support[k]
-            delta = gamma * (scale * s[g] - wi[k])
-            wi[k] += delta
-            w[g] += delta
-            if avg_u != NULL:
-                avg_u[g] += avg_coef * delta
+                p.v[k] += delta
+                p.avg_u[k] += avg_coef * delta
+        return
+    for k in range(m):
+        g = k if support == NULL else support[k]
+        delta = a * wi[k] + c * s[g]
+        wi[k] += delta
+        p.v[g] += delta
+        if p.lower != NULL:
+            p.w[g] = _clip(p.v[g], p.lower[g], p.upper[g])
+        if p.avg_u != NULL:
+            p.avg_u[g] += avg_coef * delta
 
 
 cdef inline void _scatter_psi(const Corner* c, float64_t* s) noexcept nogil:

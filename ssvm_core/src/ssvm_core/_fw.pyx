@@ -3,90 +3,98 @@
 Each ``def`` kernel takes a ``SolverState`` (``ssvm_core.state``), reads its
 arrays once, runs a whole pass in C (without the GIL when the oracle allows)
 and writes the updated scalars back.  Notation follows Lacoste-Julien et al.
-(2013): w = sum_i w_i, ell = sum_i ell_i, the corner of block i is
-w_s = psi_i(y*) / (lam n), ell_s = L_i(y*) / n, and the block gap is
-g_i = lam <w_i - w_s, w> - ell_i + ell_s.
+(2013): v = sum_i v_i = A alpha, ell = sum_i ell_i, the corner of block i is
+v_s = psi_i(y*) / (lam n), ell_s = L_i(y*) / n, and the block gap is
+g_i = lam <v_i - v_s, w> - ell_i + ell_s, where w = v without box
+constraints and w = clip(v, lower, upper) with them (001 App. H, Alg. 8-9;
+the oracle is called at w and the step sizes use v).
 
 Weighted averaging (iterate k weighted by k) is kept lazily in O(nnz) per
-step: with R_k = k (k + 1) / 2 and u = sum_j R_{j-1} (w^(j) - w^(j-1)),
-the average is w_avg = w - u / R_k (see ``SolverState.averaged_w``).
+step: with R_k = k (k + 1) / 2 and u = sum_j R_{j-1} (v^(j) - v^(j-1)),
+the average is v_avg = v - u / R_k (see ``SolverState.averaged_w``).
 """
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._blocks cimport (_below_ground_truth, _clear_psi, _corner_dense,
-                                _direction_stats, _dot_block, _move_toward, _step_size,
+from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
+                                _clear_psi, _corner_dense, _dot_block, _step_size,
                                 _use_ground_truth)
 from ssvm_core._sampling cimport _tree_draw, _tree_set
 
 
-cdef struct _Blocks:
-    # Raw view of a SolverState's block arrays.
-    float64_t* values
-    const intp_t* ptr
-    const int32_t* support      # NULL for dense blocks
-    float64_t* ell
-    float64_t* gap_estimates
+cdef inline float64_t* _ptr_or_null(float64_t[::1] a) noexcept:
+    return NULL if a.shape[0] == 0 else &a[0]
 
 
-cdef inline const int32_t* _block_support(const _Blocks* b, intp_t i) noexcept nogil:
-    return NULL if b.support == NULL else b.support + b.ptr[i]
+cdef class StateView:
+    """C pointers into a ``SolverState`` (and a pass's block order) for a kernel.
+
+    The memoryviews keep the arrays alive; a kernel writes through the
+    pointers and the Python side sees the changes in place.
+    """
+
+    def __cinit__(self, state, order=None, gap_uniforms=None):
+        self._values = state.block_values
+        self._ptr = state.block_ptr
+        self._support = state.block_support
+        self._ell = state.block_ell
+        self._gaps = state.block_gap_estimates
+        self.blocks.values = &self._values[0] if self._values.shape[0] else NULL
+        self.blocks.ptr = &self._ptr[0]
+        self.blocks.support = NULL if self._support.shape[0] == 0 else &self._support[0]
+        self.blocks.ell = &self._ell[0]
+        self.blocks.gap_estimates = &self._gaps[0]
+        self._w = state.w
+        self._v = state.v
+        self._lower = state.lower
+        self._upper = state.upper
+        self._avg_u = state.avg_u
+        self.primal.w = &self._w[0]
+        self.primal.v = &self._v[0]
+        self.primal.lower = _ptr_or_null(self._lower)
+        self.primal.upper = _ptr_or_null(self._upper)
+        self.primal.avg_u = _ptr_or_null(self._avg_u)
+        self.sampler.order = NULL
+        self.sampler.n_order = 0
+        self.sampler.uniforms = NULL
+        self.sampler.n_uniforms = 0
+        self.sampler.tree = NULL
+        self.sampler.tree_size = 0
+        if order is not None:
+            self._order = order
+            self.sampler.n_order = self._order.shape[0]
+            if self.sampler.n_order:
+                self.sampler.order = &self._order[0]
+        if gap_uniforms is not None:
+            self._uniforms = gap_uniforms
+            tree, self.sampler.tree_size = _sum_tree(state.block_gap_estimates)
+            self._tree = tree
+            self.sampler.tree = &self._tree[0]
+            self.sampler.n_uniforms = self._uniforms.shape[0]
+            if self.sampler.n_uniforms:
+                self.sampler.uniforms = &self._uniforms[0]
 
 
-cdef _Blocks _blocks_of(float64_t[::1] values, const intp_t[::1] ptr,
-                        const int32_t[::1] support, float64_t[::1] ell,
-                        float64_t[::1] gap_estimates):
-    cdef _Blocks b
-    b.values = &values[0]
-    b.ptr = &ptr[0]
-    b.support = NULL if support.shape[0] == 0 else &support[0]
-    b.ell = &ell[0]
-    b.gap_estimates = &gap_estimates[0]
-    return b
-
-
-cdef _Blocks _unpack(state):
-    return _blocks_of(state.block_values, state.block_ptr, state.block_support,
-                      state.block_ell, state.block_gap_estimates)
-
-
-cdef struct _Sampler:
-    # Which block each step visits: order[0..n_order) first, then one draw
-    # per uniform proportional to the sum tree (gap sampling), if any.
-    const intp_t* order
-    intp_t n_order
-    const float64_t* uniforms     # NULL without gap sampling
-    intp_t n_uniforms
-    float64_t* tree
-    intp_t tree_size
-
-
-cdef inline intp_t _next_block(const _Sampler* smp, intp_t t, intp_t n) noexcept nogil:
-    if t < smp.n_order:
-        return smp.order[t]
-    return _tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
-
-
-cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
-                     float64_t* avg_u, const _Sampler* smp, float64_t lam,
-                     bint line_search, float64_t* ell, float64_t* ell_avg,
-                     intp_t* n_steps, intp_t* n_replaced, Corner* c) except -1 nogil:
+cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+                     const Sampler* smp, float64_t lam, bint line_search,
+                     float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
+                     intp_t* n_replaced, Corner* c) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, m, j
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
-    cdef const float64_t* ws
-    cdef float64_t* wi
+    cdef const float64_t* vs
+    cdef float64_t* vi
     for t in range(smp.n_order + smp.n_uniforms):
         i = _next_block(smp, t, n)
-        oracle.solve(i, w, c)
+        oracle.solve(i, p.w, c)
         if _below_ground_truth(c):
             _use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
-        ws = _corner_dense(c, s)
-        wi = b.values + b.ptr[i]
+        vs = _corner_dense(c, s)
+        vi = b.values + b.ptr[i]
         m = b.ptr[i + 1] - b.ptr[i]
-        _direction_stats(wi, _block_support(b, i), m, ws, scale, w, &dot, &sqnorm)
+        _affine_stats(vi, _block_support(b, i), m, 1.0, vs, -scale, p.w, &dot, &sqnorm)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
@@ -97,7 +105,7 @@ cdef int _bcfw_steps(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
         j = n_steps[0] + 1                    # this step creates iterate j
-        _move_toward(wi, _block_support(b, i), m, ws, scale, gamma, w, avg_u,
+        _affine_move(vi, _block_support(b, i), m, -gamma, vs, gamma * scale, p,
                      0.5 * (j - 1) * j)
         ell_step = gamma * (ell_s - b.ell[i])
         b.ell[i] += ell_step
@@ -136,49 +144,31 @@ def sample_proportional(const float64_t[::1] weights, const float64_t[::1] unifo
 
 def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search,
               gap_uniforms=None):
-    """Block-coordinate FW steps (000 Alg. 4), one per entry of ``order``.
+    """Block-coordinate FW steps (000 Alg. 4, 001 Alg. 8 with a box), one per block drawn.
 
-    With ``gap_uniforms`` (001 Alg. 2, gap sampling) the blocks in ``order``
-    (those never visited) come first, then one block per uniform in [0, 1),
-    drawn with probability proportional to its last gap estimate, which each
-    step refreshes.  ``line_search=False`` uses the predefined step
-    2n / (k + 2n).  Updates the state in place, including the lazy average
-    when ``state.avg_u`` is set.
+    The blocks in ``order`` come first; with ``gap_uniforms`` (001 Alg. 2,
+    gap sampling) then one block per uniform in [0, 1), drawn with
+    probability proportional to its last gap estimate, which each step
+    refreshes.  ``line_search=False`` uses the predefined step 2n / (k + 2n).
+    Updates the state in place, including the lazy average when
+    ``state.avg_u`` is set.
     """
-    cdef _Blocks b = _unpack(state)
-    cdef float64_t[::1] w = state.w
+    cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
-    cdef float64_t[::1] avg_u = state.avg_u
-    cdef float64_t* avg_ptr = NULL if avg_u.shape[0] == 0 else &avg_u[0]
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0
     cdef CornerBuffer buf = CornerBuffer(oracle)
     cdef float64_t lam = state.lam
-    cdef _Sampler smp
-    cdef const float64_t[::1] uniforms
-    cdef float64_t[::1] tree
-    smp.order = &order[0] if order.shape[0] else NULL
-    smp.n_order = order.shape[0]
-    smp.uniforms = NULL
-    smp.n_uniforms = 0
-    if gap_uniforms is not None:
-        uniforms = gap_uniforms
-        tree_arr, smp.tree_size = _sum_tree(state.block_gap_estimates)
-        tree = tree_arr
-        smp.tree = &tree[0]
-        if uniforms.shape[0]:
-            smp.uniforms = &uniforms[0]
-            smp.n_uniforms = uniforms.shape[0]
-    if smp.n_order + smp.n_uniforms == 0:
+    if view.sampler.n_order + view.sampler.n_uniforms == 0:
         return
     try:
         if oracle.needs_gil:
-            _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
-                        &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
+            _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
+                        line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
         else:
             with nogil:
-                _bcfw_steps(oracle, &b, &w[0], &s[0], avg_ptr, &smp, lam, line_search,
-                            &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
+                _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
+                            line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
     finally:
         # Completed steps are kept even if an oracle call failed part-way.
         state.ell = ell
@@ -187,7 +177,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         state.replaced_answers += n_replaced
 
 
-cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t lam,
+cdef int _score_blocks(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
                        bint block_gaps, intp_t start, intp_t stop, float64_t* sum_scores,
                        Corner* c) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, i
@@ -208,31 +198,36 @@ cdef int _score_blocks(MaxOracle oracle, _Blocks* b, const float64_t* w, float64
 def score_range(MaxOracle oracle, const float64_t[::1] w, state, intp_t start, intp_t stop):
     """sum_{start <= i < stop} max_y H_i(y; w); see ``score_pass``.
 
-    Thread-safe for oracles with ``needs_gil == False`` (it runs without the
-    GIL and writes only the block gaps of its own range).
+    With a ``state`` (whose primal point must be ``w``) the exact block gaps
+    g_i = lam <v_i, w> - ell_i + max_y H_i(y; w) / n of the range are stored
+    in ``state.block_gap_estimates``.  Thread-safe for oracles with
+    ``needs_gil == False`` (it runs without the GIL and writes only the
+    block gaps of its own range).
     """
-    cdef _Blocks b
+    cdef StateView view
+    cdef Blocks* b = NULL
     cdef bint block_gaps = state is not None
     cdef float64_t lam = state.lam if block_gaps else 1.0
     if block_gaps:
-        b = _unpack(state)
+        view = StateView(state)
+        b = &view.blocks
     cdef CornerBuffer buf = CornerBuffer(oracle)
     cdef float64_t total = 0.0
     if not 0 <= start <= stop <= oracle.n_blocks:
         raise IndexError(f"block range [{start}, {stop}) outside [0, {oracle.n_blocks}]")
     if oracle.needs_gil:
-        _score_blocks(oracle, &b, &w[0], lam, block_gaps, start, stop, &total, &buf.corner)
+        _score_blocks(oracle, b, &w[0], lam, block_gaps, start, stop, &total, &buf.corner)
     else:
         with nogil:
-            _score_blocks(oracle, &b, &w[0], lam, block_gaps, start, stop, &total,
+            _score_blocks(oracle, b, &w[0], lam, block_gaps, start, stop, &total,
                           &buf.corner)
     return total
 
 
-cdef int _fw_corners(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t lam,
-                     int32_t* labels, intp_t* n_labels, float64_t* ws,
+cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
+                     int32_t* labels, intp_t* n_labels, float64_t* vs,
                      float64_t* ell_s, intp_t* n_replaced, Corner* c) except -1 nogil:
-    # Batch FW, phase 1: all corners at w; sum w_s and ell_s; exact block gaps.
+    # Batch FW, phase 1: all corners at w; sum v_s and ell_s; exact block gaps.
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features, i, k
     cdef intp_t stride = oracle.max_labels
     cdef float64_t scale = 1.0 / (lam * n)
@@ -247,10 +242,10 @@ cdef int _fw_corners(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t
         n_labels[i] = c.n_labels
         if c.psi_idx == NULL:
             for k in range(d):
-                ws[k] += scale * c.psi_val[k]
+                vs[k] += scale * c.psi_val[k]
         else:
             for k in range(c.psi_nnz):
-                ws[c.psi_idx[k]] += scale * c.psi_val[k]
+                vs[c.psi_idx[k]] += scale * c.psi_val[k]
         ell_s[0] += c.loss / n
         b.gap_estimates[i] = (lam * _dot_block(b.values + b.ptr[i], _block_support(b, i),
                                                b.ptr[i + 1] - b.ptr[i], w)
@@ -258,21 +253,21 @@ cdef int _fw_corners(MaxOracle oracle, _Blocks* b, const float64_t* w, float64_t
     return 0
 
 
-cdef int _fw_move(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
-                  float64_t* avg_u, float64_t avg_coef, float64_t lam, float64_t gamma,
+cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+                  float64_t avg_coef, float64_t lam, float64_t gamma,
                   const int32_t* labels, const intp_t* n_labels, Corner* c) except -1 nogil:
     # Batch FW, phase 2: move every block toward its corner with the common gamma.
     cdef intp_t n = oracle.n_blocks, i
     cdef float64_t scale = 1.0 / (lam * n), loss
-    cdef const float64_t* ws
+    cdef const float64_t* vs
     for i in range(n):
         if n_labels[i] < 0:                  # replaced by the ground truth: psi = 0
-            ws, loss = s, 0.0                # s is all zeros between steps
+            vs, loss = s, 0.0                # s is all zeros between steps
         else:
-            oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], w, c)
-            ws, loss = _corner_dense(c, s), c.loss
-        _move_toward(b.values + b.ptr[i], _block_support(b, i), b.ptr[i + 1] - b.ptr[i],
-                     ws, scale, gamma, w, avg_u, avg_coef)
+            oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], p.w, c)
+            vs, loss = _corner_dense(c, s), c.loss
+        _affine_move(b.values + b.ptr[i], _block_support(b, i), b.ptr[i + 1] - b.ptr[i],
+                     -gamma, vs, gamma * scale, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if n_labels[i] >= 0 and c.psi_idx != NULL:
             _clear_psi(c, s)
@@ -280,18 +275,22 @@ cdef int _fw_move(MaxOracle oracle, _Blocks* b, float64_t* w, float64_t* s,
 
 
 def fw_step(MaxOracle oracle, state, bint line_search):
-    """One batch Frank-Wolfe iteration (000 Alg. 2); returns the FW gap at the old w.
+    """One batch Frank-Wolfe iteration (000 Alg. 2; 001 Alg. 9 with a box).
 
-    The gap returned is exact (it equals P(w) - D(alpha) before the step) and
-    the exact block gaps are left in ``state.block_gap_estimates``.
+    Returns the FW gap at the old point, which is exact (it equals
+    P(w) - D(alpha) before the step); the exact block gaps are left in
+    ``state.block_gap_estimates``.  The corners are found at w and stored as
+    labellings, then re-evaluated for the move, so w must not change in
+    between: with a box, the move updates v and w = clip(v) block by block,
+    and the re-evaluation only reads psi and the loss, which do not depend
+    on w.
     """
-    cdef _Blocks b = _unpack(state)
+    cdef StateView view = StateView(state)
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features
+    cdef float64_t[::1] v = state.v
     cdef float64_t[::1] w = state.w
-    cdef float64_t[::1] ws = np.zeros(d)
+    cdef float64_t[::1] vs = np.zeros(d)
     cdef float64_t[::1] s = np.zeros(d)
-    cdef float64_t[::1] avg_u = state.avg_u
-    cdef float64_t* avg_ptr = NULL if avg_u.shape[0] == 0 else &avg_u[0]
     cdef int32_t[::1] labels = np.zeros(max(n * oracle.max_labels, 1), dtype=np.int32)
     cdef intp_t[::1] n_labels = np.zeros(n, dtype=np.intp)
     cdef CornerBuffer buf = CornerBuffer(oracle)
@@ -299,25 +298,25 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     cdef float64_t gap, gamma, diff
     cdef intp_t k, j = state.n_steps + 1, n_replaced = 0
     if oracle.needs_gil:
-        _fw_corners(oracle, &b, &w[0], lam, &labels[0], &n_labels[0], &ws[0], &ell_s,
-                    &n_replaced, &buf.corner)
+        _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
+                    &ell_s, &n_replaced, &buf.corner)
     else:
         with nogil:
-            _fw_corners(oracle, &b, &w[0], lam, &labels[0], &n_labels[0], &ws[0], &ell_s,
-                        &n_replaced, &buf.corner)
+            _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
+                        &ell_s, &n_replaced, &buf.corner)
     for k in range(d):
-        diff = w[k] - ws[k]
+        diff = v[k] - vs[k]
         dot += diff * w[k]
         sq += diff * diff
     gap = lam * dot - ell + ell_s
     gamma = _step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
     if oracle.needs_gil:
-        _fw_move(oracle, &b, &w[0], &s[0], avg_ptr, 0.5 * (j - 1) * j, lam, gamma,
+        _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam, gamma,
                  &labels[0], &n_labels[0], &buf.corner)
     else:
         with nogil:
-            _fw_move(oracle, &b, &w[0], &s[0], avg_ptr, 0.5 * (j - 1) * j, lam, gamma,
-                     &labels[0], &n_labels[0], &buf.corner)
+            _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam,
+                     gamma, &labels[0], &n_labels[0], &buf.corner)
     state.ell = ell + gamma * (ell_s - ell)
     state.ell_avg = ((j - 1.0) * state.ell_avg + 2.0 * state.ell) / (j + 1.0)
     state.n_steps = j

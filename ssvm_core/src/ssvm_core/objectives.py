@@ -3,7 +3,7 @@
 With the dual point stored as w = A alpha and ell = b^T alpha (000 eq. 4):
 
 - primal  P(w) = lam/2 ||w||^2 + (1/n) sum_i max_y H_i(y; w),
-- dual    D(alpha) = ell - lam/2 ||A alpha||^2,
+- dual    D(alpha) = ell - lam/2 ||A alpha||^2 (see ``dual_objective`` with a box),
 - gap     P(w) - D(alpha) >= 0 for any w and alpha; it is the Frank-Wolfe
   (Lagrange) gap sum_i g_i when w = A alpha (000 App. B.2).
 """
@@ -39,12 +39,22 @@ def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = Non
 
 
 def dual_objective(state: SolverState, averaged: bool = False) -> float:
-    """D(alpha) = ell - lam/2 ||w||^2 at the state's (or its averaged) dual point."""
+    """D(alpha) at the state's (or its averaged) dual point.
+
+    D = ell - lam/2 ||w||^2 with w = v = A alpha; with box constraints
+    (001 App. H) w = clip(v, lower, upper) and
+    D = ell - lam <w, v> + lam/2 ||w||^2, which equals
+    ell - lam/2 ||w||^2 - lam (beta_u^T u - beta_l^T l) for the multipliers
+    beta_u = [v - u]_+ and beta_l = [l - v]_+.
+    """
     if averaged:
-        w, ell = state.averaged_w(), state.averaged_ell()
+        v, ell = state.averaged_v(), state.averaged_ell()
     else:
-        w, ell = state.w, state.ell
-    return ell - 0.5 * state.lam * float(w @ w)
+        v, ell = state.v, state.ell
+    if not state.has_box:
+        return ell - 0.5 * state.lam * float(v @ v)
+    w = state.project(v)
+    return ell - state.lam * float(w @ v) + 0.5 * state.lam * float(w @ w)
 
 
 def duality_gap(oracle, state: SolverState, averaged: bool = False,

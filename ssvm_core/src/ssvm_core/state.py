@@ -8,13 +8,18 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ssvm_core._atoms import ActiveSets
 from ssvm_core._oracle import MaxOracle
+from ssvm_core.validation import check_box
 
-_FORMAT_VERSION = 1
-_ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
-           "block_gap_estimates", "avg_u")
-_SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging")
-_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers")
+_FORMAT_VERSION = 2
+_ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_support",
+           "block_ell", "block_gap_estimates", "block_oracle_gaps", "avg_u")
+_SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
+            "last_exact_gap")
+_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
+             "fw_steps", "away_steps", "pairwise_steps", "drop_steps", "cache_hits_local",
+             "cache_hits_global")
 
 
 class SolverState:
@@ -36,16 +41,35 @@ class SolverState:
         stores every block densely.
     averaging : bool
         Keep the weighted average of the iterates (000 Alg. 4).
+    box : (lower, upper) or None
+        Box constraints lower <= w <= upper of the primal (001 App. H);
+        scalars broadcast, infinite bounds allowed.
+    active_sets : bool
+        Keep the dual variables explicitly, per block, over stored
+        labellings (``atoms``): needed by away and pairwise steps and caching.
+    cache_size : int
+        Atoms a block keeps before inactive ones are evicted (see
+        ``ActiveSets``).
 
     Attributes
     ----------
     w : ndarray (n_features,)
-        Current primal point w = sum_i w_i.
+        Current primal point: v without a box, clip(v, lower, upper) with one.
+    v : ndarray (n_features,)
+        v = A alpha = sum_i v_i (the same array as ``w`` without a box).
+    lower, upper : ndarray
+        The box bounds (empty without a box).
+    atoms : ActiveSets or None
+        Per-block labellings, psi, losses and alpha (active sets and cache).
     ell : float
         sum_i ell_i; the dual value is ``ell - lam/2 ||w||^2``.
     block_gap_estimates : ndarray (n_blocks,)
         Last computed gap of each block (NaN until visited); exact right after
         a gap pass.
+    block_oracle_gaps : ndarray (n_blocks,)
+        Gap of each block at its last oracle call (the caching rule's g_i).
+    last_exact_gap : float
+        Global gap of the iterate at the last gap pass (NaN before one).
     n_steps : int
         Frank-Wolfe steps taken (iterate index k).
     avg_u, ell_avg : ndarray, float
@@ -55,12 +79,19 @@ class SolverState:
     replaced_answers : int
         Oracle answers that scored below the ground truth (an inexact oracle)
         and were replaced by the ground-truth corner in a step.
+    fw_steps, away_steps, pairwise_steps, drop_steps : int
+        Block steps by kind (a drop step is an away or pairwise step that
+        zeroes an atom's alpha; it is also counted in its kind).
+    cache_hits_local, cache_hits_global : int
+        Steps that used a cached corner instead of the oracle, by which
+        threshold of 001 Alg. 5 was the larger one.
     rng_state : dict or None
         State of the NumPy bit generator, for exact resumption.
     """
 
     def __init__(self, lam: float, n_blocks: int, n_features: int,
-                 supports: list[np.ndarray] | None = None, averaging: bool = True):
+                 supports: list[np.ndarray] | None = None, averaging: bool = True,
+                 box=None, active_sets: bool = False, cache_size: int = 50):
         self.lam = _check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
@@ -68,7 +99,16 @@ class SolverState:
         self.block_values = np.zeros(self.block_ptr[-1])
         self.block_ell = np.zeros(n_blocks)
         self.block_gap_estimates = np.full(n_blocks, np.nan)
-        self.w = np.zeros(n_features)
+        self.block_oracle_gaps = np.full(n_blocks, np.nan)
+        self.last_exact_gap = float("nan")
+        self.v = np.zeros(n_features)
+        if box is None:
+            self.lower = self.upper = np.zeros(0)
+            self.w = self.v
+        else:
+            self.lower, self.upper = check_box(box, self.n_features)
+            self.w = np.clip(self.v, self.lower, self.upper)
+        self.atoms = ActiveSets(self.n_blocks, cache_size) if active_sets else None
         self.ell = 0.0
         self.averaging = bool(averaging)
         self.avg_u = np.zeros(n_features if averaging else 0)
@@ -79,16 +119,28 @@ class SolverState:
         self.oracle_calls = 0
         self.elapsed = 0.0
         self.replaced_answers = 0
+        self.fw_steps = self.away_steps = self.pairwise_steps = self.drop_steps = 0
+        self.cache_hits_local = self.cache_hits_global = 0
         self.rng_state: dict[str, Any] | None = None
 
     @classmethod
-    def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True) -> SolverState:
-        """Initial state alpha_i = delta(y_i) (w = 0, ell = 0) laid out for ``oracle``."""
-        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_supports(oracle), averaging)
+    def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True, box=None,
+                   active_sets: bool = False, cache_size: int = 50) -> SolverState:
+        """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``."""
+        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_supports(oracle), averaging,
+                   box, active_sets, cache_size)
 
     @property
     def dense_blocks(self) -> bool:
         return self.block_support.shape[0] == 0
+
+    @property
+    def has_box(self) -> bool:
+        return self.lower.shape[0] > 0
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        """The primal point of ``v``: clip(v, lower, upper), or a copy of v without a box."""
+        return np.clip(v, self.lower, self.upper) if self.has_box else np.array(v, dtype=float)
 
     def block_vector(self, i: int) -> np.ndarray:
         """w_i as a dense vector."""
@@ -99,15 +151,22 @@ class SolverState:
         out[self.block_support[start:stop]] = self.block_values[start:stop]
         return out
 
-    def averaged_w(self) -> np.ndarray:
-        """Weighted average of the iterates, sum_k k w^(k) / sum_k k.
+    def averaged_v(self) -> np.ndarray:
+        """Weighted average of the dual iterates' v = A alpha, sum_k k v^(k) / sum_k k.
 
-        Equals ``w`` before the first step or when averaging is off.
+        Equals ``v`` before the first step or when averaging is off.
         """
         k = self.n_steps
         if not self.averaging or k == 0:
-            return self.w.copy()
-        return self.w - self.avg_u / (0.5 * k * (k + 1))
+            return self.v.copy()
+        return self.v - self.avg_u / (0.5 * k * (k + 1))
+
+    def averaged_w(self) -> np.ndarray:
+        """The primal point of the averaged dual iterate (``project(averaged_v())``).
+
+        Without a box it is the weighted average of the iterates w^(k).
+        """
+        return self.project(self.averaged_v())
 
     def averaged_ell(self) -> float:
         return self.ell_avg if self.averaging and self.n_steps > 0 else self.ell
@@ -126,10 +185,14 @@ class SolverState:
         """
         lam = _check_lam(lam)
         factor = self.lam / lam
-        self.w *= factor
+        self.v *= factor
+        if self.has_box:
+            self.w[:] = np.clip(self.v, self.lower, self.upper)
         self.block_values *= factor
         self.lam = lam
         self.block_gap_estimates[:] = np.nan
+        self.block_oracle_gaps[:] = np.nan
+        self.last_exact_gap = float("nan")
         self.reset_averaging()
 
     def check_compatible(self, oracle: MaxOracle) -> None:
@@ -145,8 +208,10 @@ class SolverState:
 
     def copy(self) -> SolverState:
         new = SolverState.__new__(SolverState)
-        new.__dict__ = {k: (v.copy() if isinstance(v, np.ndarray) else v)
+        new.__dict__ = {k: (v.copy() if isinstance(v, (np.ndarray, ActiveSets)) else v)
                         for k, v in self.__dict__.items()}
+        if not self.has_box:
+            new.w = new.v
         new.rng_state = json.loads(json.dumps(self.rng_state))
         return new
 
@@ -156,6 +221,8 @@ class SolverState:
         meta["rng_state"] = self.rng_state
         meta["format_version"] = _FORMAT_VERSION
         arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if self.atoms is not None:
+            arrays.update(self.atoms.to_arrays())
         if hasattr(path, "write"):
             np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
             return
@@ -171,16 +238,22 @@ class SolverState:
                 raise ValueError(f"{path}: not an ssvm solver state (missing {missing})")
             meta = json.loads(str(data["meta"]))
             arrays = {name: data[name] for name in _ARRAYS}
+            atoms = ({k: data[k] for k in data.files if k.startswith("atom_")}
+                     if "atom_ptr" in data.files else None)
         if meta.get("format_version") != _FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported state format {meta.get('format_version')}")
         state = cls.__new__(cls)
         for name in _SCALARS + _COUNTERS:
             setattr(state, name, meta[name])
+        state.last_exact_gap = float(state.last_exact_gap)
         state.rng_state = meta["rng_state"]
         for name, arr in arrays.items():
-            setattr(state, name, np.ascontiguousarray(arr))
+            setattr(state, name, np.ascontiguousarray(arr, dtype=arr.dtype))
         state.block_ptr = state.block_ptr.astype(np.intp)
         state.block_support = state.block_support.astype(np.int32)
+        if not state.has_box:
+            state.w = state.v
+        state.atoms = None if atoms is None else ActiveSets.from_arrays(atoms)
         return state
 
 

@@ -16,3 +16,33 @@ def check_weights(w, n_features: int) -> np.ndarray:
     if not np.all(np.isfinite(w)):
         raise ValueError("w has non-finite entries (NaN or infinity)")
     return w
+
+
+def check_box(box, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """``box = (lower, upper)`` as two float64 vectors of length ``n_features``.
+
+    Scalars broadcast; infinite bounds are allowed, NaN is not, and
+    ``lower > upper`` anywhere (an empty box) raises ``ValueError``.
+    """
+    if not isinstance(box, (tuple, list)) or len(box) != 2:
+        raise ValueError("box must be a pair (lower, upper)")
+    bounds = []
+    for name, b in zip(("lower", "upper"), box):
+        arr = np.asarray(b, dtype=np.float64)
+        if arr.ndim == 0:
+            arr = np.full(n_features, float(arr))
+        if arr.shape != (n_features,):
+            raise ValueError(f"box {name} bound has shape {arr.shape}, expected "
+                             f"({n_features},) or a scalar")
+        if np.isnan(arr).any():
+            raise ValueError(f"box {name} bound has NaN entries")
+        bounds.append(np.ascontiguousarray(arr))
+    lower, upper = bounds
+    bad = np.flatnonzero(lower > upper)
+    if bad.size:
+        k = int(bad[0])
+        raise ValueError(f"infeasible box: lower > upper at {bad.size} coordinates, "
+                         f"e.g. feature {k}: {lower[k]} > {upper[k]}")
+    if np.isposinf(lower).any() or np.isneginf(upper).any():
+        raise ValueError("infeasible box: a lower bound is +inf or an upper bound -inf")
+    return lower, upper

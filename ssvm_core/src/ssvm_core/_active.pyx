@@ -1,0 +1,330 @@
+"""Block steps over explicit active sets: BCFW, BCPFW, BCAFW, hybrid, with caching.
+
+One kernel serves every combination of 001's variants: the FW corner comes
+from the oracle or, with caching (001 Alg. 5), from the block's stored
+labellings; the step is a Frank-Wolfe step (000 Alg. 4), an away step
+(BCAFW, 001 Alg. 4), a pairwise step (BCPFW, 001 Alg. 3) or, for
+``hybrid``, whichever of the three improves the dual most.  With a box
+(001 App. H) directions and curvatures use v and the inner products use
+w = clip(v).
+
+All block quantities come from the atoms (``ActiveSets``): with
+H_k = L_i(y_k) - <w, psi_i(y_k)>, the FW gap of corner s is
+g_FW = (H_s - sum_k alpha_k H_k) / n (001 eq. 7), the away gap of atom a is
+g_A = (sum_k alpha_k H_k - H_a) / n and the pairwise gap their sum.
+"""
+
+import math
+
+import numpy as np
+
+from libc.math cimport INFINITY, isnan
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
+from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot,
+                               _atom_scatter)
+from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
+                                _use_ground_truth)
+from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
+from ssvm_core._sampling cimport _tree_set
+
+STEPS = ("fw", "away", "pairwise", "hybrid")
+
+cdef enum:
+    STEP_FW = 0
+    STEP_AWAY = 1
+    STEP_PAIRWISE = 2
+    STEP_HYBRID = 3
+
+
+cdef struct Options:
+    float64_t lam
+    int step
+    bint line_search          # False: predefined FW step 2n / (k + 2n)
+    bint cache
+    bint keep_inactive        # False: atoms leaving the active set are deleted
+    float64_t cache_factor    # F of 001 Alg. 5
+    float64_t cache_nu        # nu of 001 Alg. 5
+    float64_t global_gap      # g of the last exact gap pass
+
+
+cdef struct Counts:
+    intp_t steps, replaced, oracle_calls, fw, away, pairwise, drop, hits_local, hits_global
+
+
+cdef inline float64_t _line_step(float64_t slope, float64_t curvature,
+                                 float64_t gamma_max) noexcept nogil:
+    """argmax over [0, gamma_max] of gamma slope - gamma^2 curvature / 2."""
+    if slope <= 0.0:
+        return 0.0
+    if curvature <= 0.0 or slope >= gamma_max * curvature:
+        return gamma_max
+    return slope / curvature
+
+
+cdef inline float64_t _gain(float64_t slope, float64_t curvature,
+                            float64_t gamma) noexcept nogil:
+    return gamma * slope - 0.5 * gamma * gamma * curvature
+
+
+cdef float64_t _curvature(const BlockAtoms* blk, float64_t* vi, const int32_t* support,
+                          intp_t m, float64_t a, intp_t k1, float64_t c1, intp_t k2,
+                          float64_t c2, float64_t* s, const float64_t* w,
+                          float64_t lam) noexcept nogil:
+    """lam ||a v_i + c1 psi_k1 + c2 psi_k2||^2 (k2 < 0: no second atom)."""
+    cdef float64_t dot, sq
+    _atom_scatter(blk, k1, 1.0, s)
+    if k2 >= 0:
+        _atom_scatter(blk, k2, c2 / c1, s)
+    _affine_stats(vi, support, m, a, s, c1, w, &dot, &sq)
+    _atom_clear(blk, k1, s)
+    if k2 >= 0:
+        _atom_clear(blk, k2, s)
+    return lam * sq
+
+
+cdef void _move(const BlockAtoms* blk, float64_t* vi, const int32_t* support, intp_t m,
+                float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
+                float64_t* s, Primal* p, float64_t avg_coef) noexcept nogil:
+    """v_i += a v_i + c1 psi_k1 + c2 psi_k2 (and v, w, the average with it)."""
+    _atom_scatter(blk, k1, c1, s)
+    if k2 >= 0:
+        _atom_scatter(blk, k2, c2, s)
+    _affine_move(vi, support, m, a, s, 1.0, p, avg_coef)
+    _atom_clear(blk, k1, s)
+    if k2 >= 0:
+        _atom_clear(blk, k2, s)
+
+
+cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
+                       float64_t* s, const Sampler* smp, const Options* opt,
+                       float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
+                       Counts* cnt, Corner* c) except -1 nogil:
+    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind
+    cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
+    cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
+    cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
+    cdef float64_t gmax_away, best_gain, ell_s, ell_a, ell_step
+    cdef float64_t* vi
+    cdef const int32_t* sup
+    cdef BlockAtoms* blk
+    cdef bint hit
+    for t in range(smp.n_order + smp.n_uniforms):
+        i = _next_block(smp, t, n)
+        blk = &atoms.blocks[i]
+        vi = b.values + b.ptr[i]
+        sup = _block_support(b, i)
+        m = b.ptr[i + 1] - b.ptr[i]
+        j = cnt.steps + 1                     # this step creates iterate j
+
+        # Scores of the stored atoms at w; the cache corner is the best one.
+        sum_aH = 0.0
+        h_best = -INFINITY
+        ks = 0
+        for k in range(blk.n):
+            H = blk.loss[k] - _atom_dot(blk, k, p.w)
+            blk.score[k] = H
+            if blk.alpha[k] > 0.0:
+                sum_aH += blk.alpha[k] * H
+            if H > h_best:
+                h_best, ks = H, k
+
+        hit = False
+        if opt.cache and not isnan(oracle_gaps[i]):
+            g_fw = (h_best - sum_aH) / n
+            thr_local = opt.cache_factor * oracle_gaps[i]
+            thr_global = opt.cache_nu * opt.global_gap / n
+            if g_fw > 0.0 and g_fw >= thr_local and g_fw >= thr_global:
+                hit = True
+                if thr_local >= thr_global:
+                    cnt.hits_local += 1
+                else:
+                    cnt.hits_global += 1
+                blk.last_used[ks] = j
+        if not hit:
+            oracle.solve(i, p.w, c)
+            cnt.oracle_calls += 1
+            if _below_ground_truth(c):
+                _use_ground_truth(c, oracle.n_features)
+                cnt.replaced += 1
+            ks = atoms._add(i, c, j, oracle.n_features)   # may evict inactive atoms
+            blk.score[ks] = c.score
+
+        # Away atom: the worst active one (indices may have moved on eviction).
+        sum_aH = 0.0
+        h_away = INFINITY
+        ka = -1
+        for k in range(blk.n):
+            if blk.alpha[k] > 0.0:
+                sum_aH += blk.alpha[k] * blk.score[k]
+                if blk.score[k] < h_away:
+                    h_away, ka = blk.score[k], k
+        if ka < 0:
+            with gil:
+                raise RuntimeError(f"block {i} has no active atom (alpha sums to "
+                                   "zero): the state is corrupt")
+        g_fw = (blk.score[ks] - sum_aH) / n
+        g_away = (sum_aH - h_away) / n
+        g_pw = (blk.score[ks] - h_away) / n
+        b.gap_estimates[i] = g_fw
+        if not hit:
+            oracle_gaps[i] = g_fw
+        if smp.uniforms != NULL:
+            _tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
+
+        # Choose the step.
+        kind = STEP_FW
+        if opt.step == STEP_AWAY and g_away > g_fw:
+            kind = STEP_AWAY
+        elif opt.step == STEP_PAIRWISE:
+            kind = STEP_PAIRWISE
+        if kind == STEP_FW or opt.step == STEP_HYBRID:
+            curv_fw = _curvature(blk, vi, sup, m, -1.0, ks, scale, -1, 0.0, s, p.w, lam)
+            gam_fw = _line_step(g_fw, curv_fw, 1.0)
+        gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka]) if blk.alpha[ka] < 1.0 else 0.0
+        if kind == STEP_AWAY or opt.step == STEP_HYBRID:
+            curv_away = _curvature(blk, vi, sup, m, 1.0, ka, -scale, -1, 0.0, s, p.w, lam)
+            gam_away = _line_step(g_away, curv_away, gmax_away)
+        if kind == STEP_PAIRWISE or opt.step == STEP_HYBRID:
+            if ks == ka:
+                curv_pw, gam_pw = 0.0, 0.0
+            else:
+                curv_pw = _curvature(blk, vi, sup, m, 0.0, ks, scale, ka, -scale, s, p.w, lam)
+                gam_pw = _line_step(g_pw, curv_pw, blk.alpha[ka])
+        if opt.step == STEP_HYBRID:
+            best_gain = _gain(g_fw, curv_fw, gam_fw)
+            if _gain(g_away, curv_away, gam_away) > best_gain:
+                kind, best_gain = STEP_AWAY, _gain(g_away, curv_away, gam_away)
+            if ks != ka and _gain(g_pw, curv_pw, gam_pw) > best_gain:
+                kind = STEP_PAIRWISE
+
+        # Take it: v_i, ell_i, alpha_i and the averages move together.
+        ell_s = blk.loss[ks] / n
+        ell_a = blk.loss[ka] / n
+        if kind == STEP_FW:
+            gam = gam_fw if opt.line_search else 2.0 * n / (cnt.steps + 2.0 * n)
+            _move(blk, vi, sup, m, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
+            ell_step = gam * (ell_s - b.ell[i])
+            for k in range(blk.n):
+                blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
+            blk.alpha[ks] += gam
+            cnt.fw += 1
+        elif kind == STEP_AWAY:
+            gam = gam_away
+            _move(blk, vi, sup, m, gam, ka, -gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
+            ell_step = gam * (b.ell[i] - ell_a)
+            for k in range(blk.n):
+                blk.alpha[k] *= 1.0 + gam
+            blk.alpha[ka] -= gam
+            if gam == gmax_away:
+                blk.alpha[ka] = 0.0
+                cnt.drop += 1
+            cnt.away += 1
+        else:
+            gam = gam_pw
+            _move(blk, vi, sup, m, 0.0, ks, gam * scale, ka, -gam * scale, s, p,
+                  0.5 * (j - 1) * j)
+            ell_step = gam * (ell_s - ell_a)
+            if gam == blk.alpha[ka] and gam > 0.0:
+                blk.alpha[ka] = 0.0
+                cnt.drop += 1
+            else:
+                blk.alpha[ka] -= gam
+            blk.alpha[ks] += gam
+            cnt.pairwise += 1
+        b.ell[i] += ell_step
+        ell[0] += ell_step
+        ell_avg[0] = ((j - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (j + 1.0)
+        cnt.steps = j
+
+        # Without a cache, atoms leaving the active set are forgotten.
+        if not opt.keep_inactive:
+            k = blk.n - 1
+            while k >= 1:
+                if blk.alpha[k] == 0.0:
+                    atoms._remove(i, k)
+                k -= 1
+    return 0
+
+
+def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="fw",
+                bint line_search=True, bint cache=False, float64_t cache_factor=0.25,
+                float64_t cache_nu=0.01, gap_uniforms=None):
+    """One pass of block steps over explicit active sets (see the module docstring).
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle.
+    state : SolverState
+        With ``state.atoms`` (``active_sets=True``); updated in place.
+    order : int array
+        Blocks visited first (all of them, or the unvisited ones with gap
+        sampling).
+    step : {"fw", "away", "pairwise", "hybrid"}
+        BCFW, BCAFW (001 Alg. 4), BCPFW (001 Alg. 3), or the best of the three
+        by exact dual improvement.
+    line_search : bool
+        False uses the predefined step 2n / (k + 2n) (FW steps only).
+    cache, cache_factor, cache_nu :
+        Caching (001 Alg. 5): the best stored labelling replaces the oracle
+        when its gap is >= max(F g_i, nu g / n), g_i the block's gap at its
+        last oracle call and g the last exact global gap.
+    gap_uniforms : float array, optional
+        Gap sampling (see ``bcfw_pass``).
+
+    Returns
+    -------
+    int
+        Oracle calls made.
+    """
+    if state.atoms is None:
+        raise ValueError("active_pass needs a state with active sets (active_sets=True)")
+    if step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
+    if not line_search and step != "fw":
+        raise ValueError("the predefined step size (line_search=False) applies to FW "
+                         f"steps only, not step={step!r}")
+    cdef StateView view = StateView(state, order, gap_uniforms)
+    cdef float64_t[::1] s = np.zeros(oracle.n_features)
+    cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
+    cdef float64_t ell = state.ell, ell_avg = state.ell_avg
+    cdef CornerBuffer buf = CornerBuffer(oracle)
+    cdef ActiveSets atoms = state.atoms
+    cdef Options opt
+    cdef Counts cnt
+    opt.lam = state.lam
+    opt.step = STEPS.index(step)
+    opt.line_search = line_search
+    opt.cache = cache
+    opt.keep_inactive = cache
+    opt.cache_factor = cache_factor
+    opt.cache_nu = cache_nu
+    opt.global_gap = 0.0 if math.isnan(state.last_exact_gap) else state.last_exact_gap
+    cnt.steps = state.n_steps
+    cnt.replaced = cnt.oracle_calls = cnt.fw = cnt.away = cnt.pairwise = cnt.drop = 0
+    cnt.hits_local = cnt.hits_global = 0
+    if view.sampler.n_order + view.sampler.n_uniforms == 0:
+        return 0
+    try:
+        if oracle.needs_gil:
+            _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0], &view.sampler,
+                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, &buf.corner)
+        else:
+            with nogil:
+                _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0],
+                              &view.sampler, &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt,
+                              &buf.corner)
+    finally:
+        state.ell = ell
+        state.ell_avg = ell_avg
+        state.n_steps = cnt.steps
+        state.replaced_answers += cnt.replaced
+        state.fw_steps += cnt.fw
+        state.away_steps += cnt.away
+        state.pairwise_steps += cnt.pairwise
+        state.drop_steps += cnt.drop
+        state.cache_hits_local += cnt.hits_local
+        state.cache_hits_global += cnt.hits_global
+    return cnt.oracle_calls

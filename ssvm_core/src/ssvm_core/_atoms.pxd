@@ -1,0 +1,42 @@
+# Per-block atoms: the explicit sparse dual variables (active sets) and the
+# cache of labellings of 001 Sec. 3.3, kept in one store per block.
+#
+# Atom k of a block is a labelling y with its psi_i(y) (sparse: psi_idx /
+# psi_val, repeated indices add up), its loss L_i(y) and its weight alpha_i(y).
+# Atom 0 is always the ground truth (no labels, psi = 0, loss 0).  The active
+# set S_i is the atoms with alpha > 0; the cache C_i is all atoms.
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner
+
+
+ctypedef struct BlockAtoms:
+    intp_t n              # atoms stored (>= 1: atom 0 is the ground truth)
+    intp_t cap            # capacity in atoms
+    float64_t* alpha      # cap
+    float64_t* loss       # cap
+    float64_t* score      # cap: H_i(y; w) at the last evaluation (scratch)
+    intp_t* last_used     # cap: step at which the atom was last the FW corner
+    intp_t* lab_off       # cap + 1
+    int32_t* labels
+    intp_t lab_cap
+    intp_t* psi_off       # cap + 1
+    int32_t* psi_idx
+    float64_t* psi_val
+    intp_t psi_cap
+
+
+cdef class ActiveSets:
+    cdef BlockAtoms* blocks
+    cdef readonly intp_t n_blocks
+    cdef readonly intp_t cache_size     # eviction starts above this many atoms
+
+    cdef intp_t _find(self, intp_t i, const Corner* c) noexcept nogil
+    cdef intp_t _add(self, intp_t i, const Corner* c, intp_t step,
+                     intp_t n_features) except -1 nogil
+    cdef int _remove(self, intp_t i, intp_t k) except -1 nogil
+
+
+cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil
+cdef void _atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
+                        float64_t* s) noexcept nogil
+cdef void _atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil
