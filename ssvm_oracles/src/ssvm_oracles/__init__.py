@@ -6,14 +6,23 @@ from ssvm_oracles._chain import ChainOracle
 from ssvm_oracles._matching import MatchingOracle
 from ssvm_oracles._multiclass import MulticlassOracle
 from ssvm_oracles.chain import ChainModel
+from ssvm_oracles.combinators import (
+    ApproximateOracle,
+    CountingOracle,
+    DispatchOracle,
+    EnumerationModel,
+    ProductOracle,
+)
 from ssvm_oracles.graphcut import GraphCutModel, GraphCutOracle, NonSubmodularError
 from ssvm_oracles.matching import MatchingInput, MatchingModel
 from ssvm_oracles.multiclass import MulticlassModel
+from ssvm_oracles.pose import PoseModel, PoseOracle
 
 __version__ = _version("ssvm-oracles")
 
 __all__ = [
-    "ChainModel", "ChainOracle", "GraphCutModel", "GraphCutOracle", "MatchingInput",
+    "ApproximateOracle", "ChainModel", "ChainOracle", "CountingOracle", "DispatchOracle",
+    "EnumerationModel", "GraphCutModel", "GraphCutOracle", "MatchingInput",
     "MatchingModel", "MatchingOracle", "MulticlassModel", "MulticlassOracle",
-    "NonSubmodularError", "__version__",
+    "NonSubmodularError", "PoseModel", "PoseOracle", "ProductOracle", "__version__",
 ]

@@ -1,0 +1,501 @@
+"""Oracle combinators: cdef wrappers that delegate to inner ``MaxOracle`` objects in C.
+
+Each wrapper's ``needs_gil`` is the OR of its children's, so a combination
+of Cython oracles stays GIL-free and runs in parallel gap passes.  Per-block
+state (counters, the approximate oracle's memory) is stored per block, so
+concurrent calls on different blocks do not race.
+"""
+
+cimport cython
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+from cpython.ref cimport PyObject
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+
+import numbers
+
+import numpy as np
+
+from ssvm_core.oracles import as_oracle
+
+from ssvm_core._typedefs cimport float64_t, int32_t, int64_t, intp_t
+from ssvm_core._oracle cimport Corner, MaxOracle
+
+
+cdef inline float64_t _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+cdef int _alloc_corner(MaxOracle oracle, Corner* c) except -1 nogil:
+    """Buffers of a scratch corner sized for ``oracle`` (free with ``_free_corner``)."""
+    cdef intp_t n_val = oracle.n_features if oracle.dense_psi else oracle.max_psi_nnz
+    c.labels = <int32_t*> malloc((oracle.max_labels + 1) * sizeof(int32_t))
+    c.psi_val = <float64_t*> malloc((n_val + 1) * sizeof(float64_t))
+    c.psi_idx = NULL if oracle.dense_psi else <int32_t*> malloc(
+        (oracle.max_psi_nnz + 1) * sizeof(int32_t))
+    if c.labels == NULL or c.psi_val == NULL or (not oracle.dense_psi and c.psi_idx == NULL):
+        _free_corner(c)
+        with gil:
+            raise MemoryError("scratch corner")
+    c.n_labels = 0
+    c.psi_nnz = 0
+    return 0
+
+
+cdef void _free_corner(Corner* c) noexcept nogil:
+    free(c.labels)
+    free(c.psi_val)
+    free(c.psi_idx)
+    c.labels = NULL
+    c.psi_val = NULL
+    c.psi_idx = NULL
+
+
+cdef void _densify_indices(Corner* c, intp_t start, intp_t d, intp_t offset) noexcept nogil:
+    """Index entries start .. start + d of a sparse corner as offset + 0 .. d - 1."""
+    cdef intp_t f
+    for f in range(d):
+        c.psi_idx[start + f] = <int32_t> (offset + f)
+
+
+cdef class _Wrapper(MaxOracle):
+    """A wrapper of one oracle with the same shape."""
+    cdef readonly MaxOracle oracle
+
+    cdef _wrap(self, oracle):
+        self.oracle = as_oracle(oracle)
+        self.n_blocks = self.oracle.n_blocks
+        self.n_features = self.oracle.n_features
+        self.max_labels = self.oracle.max_labels
+        self.max_psi_nnz = self.oracle.max_psi_nnz
+        self.dense_psi = self.oracle.dense_psi
+        self.needs_gil = self.oracle.needs_gil
+
+    def block_support(self, i):
+        return self.oracle.block_support(i)
+
+
+@cython.final
+cdef class CountingOracle(_Wrapper):
+    """Counts (and optionally times) the ``solve`` and ``evaluate`` calls of an oracle.
+
+    Parameters
+    ----------
+    oracle : MaxOracle or Python oracle
+        The oracle to observe; answers pass through unchanged.
+    timing : bool
+        Also accumulate wall-clock seconds per call (monotonic clock).
+
+    Attributes
+    ----------
+    solve_calls, evaluate_calls : ndarray (n_blocks,) int64
+        Calls per block (counted before the call, so failed calls count).
+    solve_seconds, evaluate_seconds : ndarray (n_blocks,) float64
+        Seconds spent per block (zeros unless ``timing``).
+    """
+    cdef readonly bint timing
+    cdef int64_t[::1] _solve_calls, _evaluate_calls
+    cdef float64_t[::1] _solve_seconds, _evaluate_seconds
+
+    def __init__(self, oracle, bint timing=False):
+        self._wrap(oracle)
+        self.timing = timing
+        self.reset()
+
+    def __reduce__(self):
+        return (CountingOracle, (self.oracle, self.timing))
+
+    def reset(self):
+        """Set every counter and timer to zero."""
+        self._solve_calls = np.zeros(self.n_blocks, dtype=np.int64)
+        self._evaluate_calls = np.zeros(self.n_blocks, dtype=np.int64)
+        self._solve_seconds = np.zeros(self.n_blocks)
+        self._evaluate_seconds = np.zeros(self.n_blocks)
+
+    @property
+    def solve_calls(self):
+        return np.asarray(self._solve_calls).copy()
+
+    @property
+    def evaluate_calls(self):
+        return np.asarray(self._evaluate_calls).copy()
+
+    @property
+    def solve_seconds(self):
+        return np.asarray(self._solve_seconds).copy()
+
+    @property
+    def evaluate_seconds(self):
+        return np.asarray(self._evaluate_seconds).copy()
+
+    @property
+    def n_solve(self) -> int:
+        """Total ``solve`` calls."""
+        return int(np.sum(self._solve_calls))
+
+    @property
+    def n_evaluate(self) -> int:
+        """Total ``evaluate`` calls."""
+        return int(np.sum(self._evaluate_calls))
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef float64_t t0
+        self._solve_calls[i] += 1
+        if not self.timing:
+            return self.oracle.solve(i, w, out)
+        t0 = _now()
+        try:
+            self.oracle.solve(i, w, out)
+        finally:
+            self._solve_seconds[i] += _now() - t0
+        return 0
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        cdef float64_t t0
+        self._evaluate_calls[i] += 1
+        if not self.timing:
+            return self.oracle.evaluate(i, labels, n_labels, w, out)
+        t0 = _now()
+        try:
+            self.oracle.evaluate(i, labels, n_labels, w, out)
+        finally:
+            self._evaluate_seconds[i] += _now() - t0
+        return 0
+
+
+@cython.final
+cdef class ApproximateOracle(_Wrapper):
+    """A multiplicative approximate max oracle simulated from an exact one.
+
+    Guarantee: for every call ``solve(i, w)`` the returned labelling y has
+    ``H_i(y; w) >= nu * max_y' H_i(y'; w)``, where the max is the inner
+    oracle's own answer (so exact when the inner oracle is exact; the max is
+    >= 0 because the ground truth scores 0).  The returned psi, loss and score
+    are those of y, computed by the inner ``evaluate``.
+
+    How: the wrapper keeps, per block, the last ``memory`` exact answers of
+    earlier calls.  Each call solves exactly, re-evaluates the remembered
+    labellings at the current w, and returns the one with the *smallest*
+    score among those meeting the guarantee (the exact answer if none does,
+    or if it is the smallest); then the exact answer joins the memory.  The
+    result is deterministic: stale answers, as a warm-started heuristic
+    would give, degraded as far as the guarantee allows.  ``nu = 1`` is exact.
+
+    This bounds the loss-augmented score itself.  It is not the block-gap
+    guarantee of 000 App. C (which needs the dual variables), but solvers
+    accept it: an answer never falls below the ground truth's score 0.
+
+    Parameters
+    ----------
+    oracle : MaxOracle or Python oracle
+        The exact oracle.
+    nu : float in (0, 1]
+        Multiplicative accuracy.
+    memory : int >= 1
+        Remembered exact answers per block.
+
+    Attributes
+    ----------
+    approximate_answers : ndarray (n_blocks,) int64
+        Calls per block that returned a remembered labelling scoring below
+        the exact maximum.
+    """
+    cdef readonly float64_t nu
+    cdef readonly intp_t memory
+    cdef int32_t[:, ::1] _stored          # (n_blocks * memory, max_labels)
+    cdef intp_t[::1] _stored_len           # -1: empty slot
+    cdef intp_t[::1] _next                 # ring position per block
+    cdef int64_t[::1] _approximate
+
+    def __init__(self, oracle, float64_t nu, intp_t memory=1):
+        self._wrap(oracle)
+        if not 0.0 < nu <= 1.0:
+            raise ValueError(f"nu must be in (0, 1], got {nu}")
+        if memory < 1:
+            raise ValueError(f"memory must be >= 1, got {memory}")
+        self.nu = nu
+        self.memory = memory
+        self._stored = np.zeros((self.n_blocks * memory, max(self.max_labels, 1)),
+                                dtype=np.int32)
+        self._stored_len = np.full(self.n_blocks * memory, -1, dtype=np.intp)
+        self._next = np.zeros(self.n_blocks, dtype=np.intp)
+        self._approximate = np.zeros(self.n_blocks, dtype=np.int64)
+
+    def __reduce__(self):
+        return (ApproximateOracle, (self.oracle, self.nu, self.memory))
+
+    @property
+    def approximate_answers(self):
+        return np.asarray(self._approximate).copy()
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef Corner scratch
+        cdef intp_t slot, best = -1, s, n_exact
+        cdef float64_t best_score, threshold
+        self.oracle.solve(i, w, out)
+        best_score = out.score
+        threshold = self.nu * out.score
+        _alloc_corner(self.oracle, &scratch)
+        try:
+            for s in range(self.memory):
+                slot = i * self.memory + s
+                if self._stored_len[slot] < 0:
+                    continue
+                self.oracle.evaluate(i, &self._stored[slot, 0], self._stored_len[slot], w,
+                                     &scratch)
+                if threshold <= scratch.score < best_score:
+                    best_score = scratch.score
+                    best = slot
+            n_exact = out.n_labels
+            if n_exact:
+                memcpy(scratch.labels, out.labels, n_exact * sizeof(int32_t))
+            if best >= 0:
+                self.oracle.evaluate(i, &self._stored[best, 0], self._stored_len[best], w,
+                                     out)
+                self._approximate[i] += 1
+            # The exact answer joins the memory (overwriting the oldest entry).
+            slot = i * self.memory + self._next[i]
+            if n_exact:
+                memcpy(&self._stored[slot, 0], scratch.labels, n_exact * sizeof(int32_t))
+            self._stored_len[slot] = n_exact
+            self._next[i] = (self._next[i] + 1) % self.memory
+        finally:
+            _free_corner(&scratch)
+        return 0
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.evaluate(i, labels, n_labels, w, out)
+
+
+cdef tuple _oracles_of(oracles):
+    if isinstance(oracles, MaxOracle) or not hasattr(oracles, "__len__") or len(oracles) == 0:
+        raise ValueError("give a non-empty sequence of oracles")
+    return tuple(as_oracle(o) for o in oracles)
+
+
+cdef class _Composite(MaxOracle):
+    """Holds several oracles; ``_parts`` are borrowed pointers kept alive by ``oracles``
+    so that the parts can be called without the GIL (no reference counting)."""
+    cdef readonly tuple oracles
+    cdef PyObject** _parts
+    cdef intp_t k
+
+    cdef _hold(self, oracles):
+        self.oracles = _oracles_of(oracles)
+        self.k = len(self.oracles)
+        self._parts = <PyObject**> malloc(self.k * sizeof(PyObject*))
+        if self._parts == NULL:
+            raise MemoryError("oracle parts")
+        for c in range(self.k):
+            self._parts[c] = <PyObject*> self.oracles[c]
+
+    def __dealloc__(self):
+        free(self._parts)
+
+
+@cython.final
+cdef class ProductOracle(_Composite):
+    """Product of independent structures: one block holds one block of every part.
+
+    For parts o_1 .. o_k with the same ``n_blocks``, block i's labelling is
+    ``[n_1, .., n_k, y_1, .., y_k]`` (the k part lengths, then the part
+    labellings concatenated), psi is the concatenation of the parts' psi
+    (part c's features shifted by d_1 + .. + d_{c-1}), the loss is the sum of
+    the losses and the score the sum of the scores.  Because the parts share
+    no variables, the max of the sum is the sum of the maxes: exact when the
+    parts are.
+
+    Parameters
+    ----------
+    oracles : sequence of MaxOracle or Python oracles
+        The parts, all with the same ``n_blocks``.
+    """
+    cdef intp_t[::1] _feat_off
+
+    def __init__(self, oracles):
+        self._hold(oracles)
+        n_blocks = {o.n_blocks for o in self.oracles}
+        if len(n_blocks) != 1:
+            raise ValueError(f"the parts of a product must have equal n_blocks, got "
+                             f"{[o.n_blocks for o in self.oracles]}")
+        d = [o.n_features for o in self.oracles]
+        self._feat_off = np.concatenate([[0], np.cumsum(d)]).astype(np.intp)
+        self.n_blocks = n_blocks.pop()
+        self.n_features = int(sum(d))
+        self.max_labels = self.k + sum(o.max_labels for o in self.oracles)
+        self.dense_psi = all(o.dense_psi for o in self.oracles)
+        self.max_psi_nnz = int(sum(o.n_features if o.dense_psi else o.max_psi_nnz
+                                   for o in self.oracles))
+        if self.dense_psi:
+            self.max_psi_nnz = self.n_features
+        self.needs_gil = any(o.needs_gil for o in self.oracles)
+
+    def __reduce__(self):
+        return (ProductOracle, (self.oracles,))
+
+    @property
+    def feature_offsets(self):
+        """Start of each part's features in w (and the total at the end)."""
+        return np.asarray(self._feat_off).copy()
+
+    def block_support(self, i):
+        supports = [o.block_support(i) for o in self.oracles]
+        if all(s is None for s in supports):
+            return None
+        off = np.asarray(self._feat_off)
+        return np.concatenate([
+            off[c] + (np.arange(o.n_features) if s is None else np.asarray(s))
+            for c, (o, s) in enumerate(zip(self.oracles, supports))]).astype(np.int32)
+
+    cdef int _each(self, intp_t i, const int32_t* labels, const float64_t* w,
+                   Corner* out) except -1 nogil:
+        """Solve (labels NULL) or evaluate every part into out, laid out as documented."""
+        cdef intp_t c, lab_off = self.k, nnz = 0, d, f
+        cdef Corner part
+        cdef bint dense
+        out.loss = 0.0
+        out.score = 0.0
+        for c in range(self.k):
+            d = (<MaxOracle> self._parts[c]).n_features
+            dense = (<MaxOracle> self._parts[c]).dense_psi
+            part.labels = out.labels + lab_off
+            if self.dense_psi:
+                part.psi_idx = NULL
+                part.psi_val = out.psi_val + self._feat_off[c]
+            else:
+                part.psi_idx = NULL if dense else out.psi_idx + nnz
+                part.psi_val = out.psi_val + nnz
+            if labels == NULL:
+                (<MaxOracle> self._parts[c]).solve(i, w + self._feat_off[c], &part)
+            else:
+                (<MaxOracle> self._parts[c]).evaluate(i, labels + lab_off, labels[c],
+                                                      w + self._feat_off[c], &part)
+            out.labels[c] = <int32_t> part.n_labels
+            lab_off += part.n_labels
+            if not self.dense_psi:
+                if dense:
+                    _densify_indices(out, nnz, d, self._feat_off[c])
+                    nnz += d
+                else:
+                    for f in range(nnz, nnz + part.psi_nnz):
+                        out.psi_idx[f] += <int32_t> self._feat_off[c]
+                    nnz += part.psi_nnz
+            out.loss += part.loss
+            out.score += part.score
+        out.n_labels = lab_off
+        out.psi_nnz = self.n_features if self.dense_psi else nnz
+        return 0
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        return self._each(i, NULL, w, out)
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        cdef intp_t c, total = self.k
+        if n_labels < self.k:
+            with gil:
+                raise ValueError(f"a product labelling starts with the {self.k} part "
+                                 f"lengths; got only {n_labels} entries")
+        for c in range(self.k):
+            if not 0 <= labels[c] <= (<MaxOracle> self._parts[c]).max_labels:
+                with gil:
+                    raise ValueError(f"part {c} length {labels[c]} outside "
+                                     f"[0, {(<MaxOracle> self._parts[c]).max_labels}]")
+            total += labels[c]
+        if total != n_labels:
+            with gil:
+                raise ValueError(f"product labelling of {n_labels} entries, but its part "
+                                 f"lengths add up to {total - self.k} + {self.k}")
+        return self._each(i, labels, w, out)
+
+
+@cython.final
+cdef class DispatchOracle(_Composite):
+    """Blocks served by different oracles over one feature space.
+
+    Block i is block ``blocks[i, 1]`` of oracle ``blocks[i, 0]``; labellings,
+    psi, loss and score pass through unchanged (a dense part's psi is written
+    with explicit indices when another part is sparse).
+
+    Parameters
+    ----------
+    oracles : sequence of MaxOracle or Python oracles
+        The parts, all with the same ``n_features``.
+    blocks : array (n, 2) of int, optional
+        (part, block of that part) of every block; default: all blocks of
+        the first part, then of the second, and so on.
+    """
+    cdef intp_t[:, ::1] _blocks
+
+    def __init__(self, oracles, blocks=None):
+        self._hold(oracles)
+        d = {o.n_features for o in self.oracles}
+        if len(d) != 1:
+            raise ValueError(f"dispatched oracles must have equal n_features, got "
+                             f"{[o.n_features for o in self.oracles]}")
+        if blocks is None:
+            blocks = [(c, b) for c, o in enumerate(self.oracles) for b in range(o.n_blocks)]
+        blocks = np.asarray(blocks)
+        if blocks.ndim != 2 or blocks.shape[1] != 2 or blocks.shape[0] == 0:
+            raise ValueError(f"blocks must be a non-empty (n, 2) array, got shape {blocks.shape}")
+        if not np.issubdtype(blocks.dtype, np.integer):
+            raise ValueError(f"blocks must hold integers, got dtype {blocks.dtype}")
+        for i, (c, b) in enumerate(blocks):
+            if not 0 <= c < len(self.oracles) or not 0 <= b < self.oracles[c].n_blocks:
+                raise ValueError(f"blocks[{i}] = ({c}, {b}) names no block of the oracles")
+        self._blocks = np.ascontiguousarray(blocks, dtype=np.intp)
+        self.n_blocks = blocks.shape[0]
+        self.n_features = d.pop()
+        self.max_labels = max(o.max_labels for o in self.oracles)
+        self.dense_psi = all(o.dense_psi for o in self.oracles)
+        self.max_psi_nnz = max(o.n_features if o.dense_psi else o.max_psi_nnz
+                               for o in self.oracles)
+        self.needs_gil = any(o.needs_gil for o in self.oracles)
+
+    def __reduce__(self):
+        return (DispatchOracle, (self.oracles, np.asarray(self._blocks)))
+
+    @property
+    def blocks(self):
+        return np.asarray(self._blocks).copy()
+
+    def block_support(self, i):
+        c, b = self._blocks[i, 0], self._blocks[i, 1]
+        return self.oracles[c].block_support(b)
+
+    cdef inline bint _dense_part(self, intp_t i) noexcept nogil:
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).dense_psi
+
+    cdef int _finish(self, intp_t i, Corner* part, Corner* out) noexcept nogil:
+        if self._dense_part(i) and not self.dense_psi:
+            _densify_indices(out, 0, self.n_features, 0)
+        out.n_labels = part.n_labels
+        out.psi_nnz = part.psi_nnz
+        out.loss = part.loss
+        out.score = part.score
+        return 0
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef Corner part = out[0]
+        if self._dense_part(i):
+            part.psi_idx = NULL
+        (<MaxOracle> self._parts[self._blocks[i, 0]]).solve(self._blocks[i, 1], w, &part)
+        return self._finish(i, &part, out)
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        cdef Corner part = out[0]
+        cdef intp_t limit = (<MaxOracle> self._parts[self._blocks[i, 0]]).max_labels
+        if n_labels > limit:
+            with gil:
+                raise ValueError(f"labelling of length {n_labels} for block {i}, longer than "
+                                 f"its oracle's max_labels={limit}")
+        if self._dense_part(i):
+            part.psi_idx = NULL
+        (<MaxOracle> self._parts[self._blocks[i, 0]]).evaluate(
+            self._blocks[i, 1], labels, n_labels, w, &part)
+        return self._finish(i, &part, out)
