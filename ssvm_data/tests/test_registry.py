@@ -9,7 +9,8 @@ import pytest
 import ssvm_data
 from ssvm_data import _io
 
-NAMES = ["ocr-small", "ocr-large", "synthetic-ocr", "synthetic-chain", "synthetic-multiclass"]
+NAMES = ["ocr-small", "ocr-large", "synthetic-ocr", "synthetic-chain", "synthetic-multiclass",
+         "synthetic-horseseg"]
 REAL_HOME = os.environ.get("SSVM_DATA_HOME")
 
 

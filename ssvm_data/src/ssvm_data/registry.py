@@ -51,6 +51,10 @@ _DATASETS = {
         "synthetic", "Gaussian blobs (synthetic.multiclass: 3 classes, 5 features), "
         "300 train and 300 test samples",
         _synthetic_split(synthetic.multiclass, 300, 300)),
+    "synthetic-horseseg": _Dataset(
+        "synthetic", "HorseSeg-like superpixel graphs (synthetic.horseseg_like: 147 "
+        "superpixels, 1,969 unary and 100 pairwise features), 20 train and 20 test images",
+        _synthetic_split(synthetic.horseseg_like, 20, 20)),
 }
 
 
@@ -74,7 +78,7 @@ def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]
     --------
     >>> [d["name"] for d in available_datasets()]  # doctest: +NORMALIZE_WHITESPACE
     ['ocr-small', 'ocr-large', 'synthetic-ocr', 'synthetic-chain',
-     'synthetic-multiclass']
+     'synthetic-multiclass', 'synthetic-horseseg']
     """
     ocr_file = find_ocr_file(data_home=data_home)
     ocr_path = None if ocr_file is None else str(ocr_file)

@@ -12,7 +12,9 @@ import numbers
 
 import numpy as np
 
-__all__ = ["chain", "multiclass", "ocr_like"]
+from ssvm_data.horseseg import horseseg_like
+
+__all__ = ["chain", "horseseg_like", "multiclass", "ocr_like"]
 
 RandomState = int | np.random.Generator | None
 
