@@ -13,8 +13,9 @@ import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
+from ssvm_data.conll import CHUNK_TAGS
 from ssvm_core import FrankWolfeSSVM, SolverState
-from ssvm_oracles import ChainModel, MulticlassModel
+from ssvm_oracles import ChainModel, MatchingModel, MulticlassModel
 
 DEFAULT_DATASET = "default"
 
@@ -26,6 +27,10 @@ def _model_for(dataset: str, Y, Y_test):
         return MulticlassModel(max(n_classes, 2))
     if dataset in ("ocr-small", "ocr-large", "synthetic-ocr"):
         return ChainModel(n_states=26)
+    if dataset in ("conll", "conll-small"):
+        return ChainModel(n_states=len(CHUNK_TAGS))
+    if dataset == "synthetic-matching":
+        return MatchingModel()        # asymmetric Hamming loss, costs 1 and 3 (000 App. F)
     n_states = int(max(max(y.max() for y in Y), max(y.max() for y in Y_test))) + 1
     return ChainModel(n_states=max(n_states, 2))
 

@@ -1,26 +1,38 @@
-"""Data sets for structured SVMs: Taskar's OCR words and seeded synthetic problems."""
+"""Data sets for structured SVMs: OCR words, CoNLL-2000 chunking, seeded synthetic problems."""
 
 from importlib.metadata import version as _version
 
 from ssvm_data import synthetic
 from ssvm_data._io import data_home
+from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
 from ssvm_data.ocr import load_ocr
 from ssvm_data.registry import available_datasets, load_dataset
-from ssvm_data.synthetic import chain, horseseg_like, multiclass, ocr_like
+from ssvm_data.synthetic import (
+    chain,
+    conll_like,
+    horseseg_like,
+    matching,
+    multiclass,
+    ocr_like,
+)
 
 __version__ = _version("ssvm-data")
 
 __all__ = [
+    "ConllVocabulary",
     "SuperpixelImage",
     "__version__",
     "available_datasets",
     "chain",
+    "conll_like",
     "data_home",
     "horseseg_like",
+    "load_conll2000",
     "load_dataset",
     "load_horseseg",
     "load_ocr",
+    "matching",
     "multiclass",
     "ocr_like",
     "synthetic",

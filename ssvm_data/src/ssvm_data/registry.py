@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ssvm_data import synthetic
+from ssvm_data.conll import find_conll_files, load_conll2000
 from ssvm_data.ocr import find_ocr_file, load_ocr
 
 
@@ -16,6 +17,17 @@ class _Dataset(NamedTuple):
     kind: str  # "real" or "synthetic"
     description: str
     load: Callable[[Any, Any], tuple]  # (data_home, random_state) -> X, Y, X_test, Y_test
+    find: Callable[[Any], str | None] | None = None  # real data: data_home -> local file
+
+
+def _ocr_file(data_home) -> str | None:
+    found = find_ocr_file(data_home=data_home)
+    return None if found is None else str(found)
+
+
+def _conll_folder(data_home) -> str | None:
+    found = find_conll_files(data_home=data_home)
+    return None if found is None else str(found["train"].parent)
 
 
 def _synthetic_split(generator: Callable, n_train: int, n_test: int, **kwargs) -> Callable:
@@ -34,11 +46,21 @@ _DATASETS = {
     "ocr-small": _Dataset(
         "real", "Taskar's OCR words, split 'small': train on fold 0 (626 words), "
         "test on folds 1-9 (6,251 words)",
-        lambda data_home, random_state: load_ocr("small", data_home=data_home)),
+        lambda data_home, random_state: load_ocr("small", data_home=data_home), _ocr_file),
     "ocr-large": _Dataset(
         "real", "Taskar's OCR words, split 'large': train on folds 1-9 (6,251 words), "
         "test on fold 0 (626 words)",
-        lambda data_home, random_state: load_ocr("large", data_home=data_home)),
+        lambda data_home, random_state: load_ocr("large", data_home=data_home), _ocr_file),
+    "conll": _Dataset(
+        "real", "CoNLL-2000 chunking, CRFsuite attributes: train on 8,936 sentences, "
+        "test on 2,012 (23 chunk tags)",
+        lambda data_home, random_state: load_conll2000("full", data_home=data_home),
+        _conll_folder),
+    "conll-small": _Dataset(
+        "real", "CoNLL-2000 chunking, first 1,000 training sentences (attributes from "
+        "them), test on 2,012",
+        lambda data_home, random_state: load_conll2000("small", data_home=data_home),
+        _conll_folder),
     "synthetic-ocr": _Dataset(
         "synthetic", "OCR-like noisy glyph words with letter bigrams "
         "(synthetic.ocr_like), 600 train and 200 test words",
@@ -55,6 +77,11 @@ _DATASETS = {
         "synthetic", "HorseSeg-like superpixel graphs (synthetic.horseseg_like: 147 "
         "superpixels, 1,969 unary and 100 pairwise features), 20 train and 20 test images",
         _synthetic_split(synthetic.horseseg_like, 20, 20)),
+    "synthetic-matching": _Dataset(
+        "synthetic", "word-alignment-like bipartite matchings (synthetic.matching: "
+        "sentences of 10-30 words, 82 edge features, planted weights), 200 train and "
+        "100 test pairs",
+        _synthetic_split(synthetic.matching, 200, 100)),
 }
 
 
@@ -72,26 +99,27 @@ def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]
         One dict per data set with keys ``name``, ``kind`` (``"real"`` or
         ``"synthetic"``), ``available`` (real data sets: a file was found locally,
         without downloading; synthetic ones: always True), ``path`` (the file that
-        would be read, as a str, or None) and ``description``.
+        would be read, for CoNLL the folder of its two files, as a str, or None) and
+        ``description``.
 
     Examples
     --------
     >>> [d["name"] for d in available_datasets()]  # doctest: +NORMALIZE_WHITESPACE
-    ['ocr-small', 'ocr-large', 'synthetic-ocr', 'synthetic-chain',
-     'synthetic-multiclass', 'synthetic-horseseg']
+    ['ocr-small', 'ocr-large', 'conll', 'conll-small', 'synthetic-ocr',
+     'synthetic-chain', 'synthetic-multiclass', 'synthetic-horseseg',
+     'synthetic-matching']
     """
-    ocr_file = find_ocr_file(data_home=data_home)
-    ocr_path = None if ocr_file is None else str(ocr_file)
-    return [
-        {
+    out = []
+    for name, dataset in _DATASETS.items():
+        path = dataset.find(data_home) if dataset.find is not None else None
+        out.append({
             "name": name,
             "kind": dataset.kind,
-            "available": dataset.kind == "synthetic" or ocr_path is not None,
-            "path": ocr_path if dataset.kind == "real" else None,
+            "available": dataset.kind == "synthetic" or path is not None,
+            "path": path,
             "description": dataset.description,
-        }
-        for name, dataset in _DATASETS.items()
-    ]
+        })
+    return out
 
 
 def load_dataset(
@@ -115,7 +143,8 @@ def load_dataset(
     Returns
     -------
     X, Y, X_test, Y_test
-        Lists of per-sequence arrays (OCR and chain data sets) or arrays
+        Lists of per-sequence arrays (OCR and chain data sets; sparse CSR token
+        matrices for CoNLL) or arrays
         (``synthetic-multiclass``), as returned by the underlying loader.
 
     Raises
