@@ -13,8 +13,8 @@ import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
-from ssvm_data.conll import CHUNK_TAGS
 from ssvm_core import FrankWolfeSSVM, SolverState
+from ssvm_data.conll import CHUNK_TAGS
 from ssvm_oracles import ChainModel, MatchingModel, MulticlassModel
 
 DEFAULT_DATASET = "default"
