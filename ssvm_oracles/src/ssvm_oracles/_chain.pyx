@@ -7,8 +7,20 @@ a -> b, bias[k] counts tokens labelled k, start/end flag the first/last label.
 Task loss: normalised Hamming, (1/T) #{t : y_t != y'_t}.
 
 Token features are stored once as CSR rows (only nonzeros, so binary OCR
-pixels cost their active count) and psi is emitted sparse, skipping the
-tokens where the two labellings agree.
+pixels cost their active count, and sparse attribute vectors such as
+CoNLL's cost their active attributes): the unary score of state k at token
+t is the sum of w[f, k] * x_t[f] over the token's nonzero features f.  psi
+is emitted sparse, skipping the tokens where the two labellings agree.
+
+Weight layout, with K states and F token features (d = F K + K K + 3 K):
+``w[f * K + k]`` emission of feature f in state k, ``w[F K + a K + b]``
+transition a -> b, then ``bias[k]``, ``start[k]`` and ``end[k]`` at offsets
+F K + K K, F K + K K + K and F K + K K + 2 K.
+
+With ``sparse_blocks`` the oracle reports per-block supports: psi_i(y) of
+any labelling y touches only the emission rows of the features active in
+sequence i, the transitions (when T_i >= 2), and bias, start and end, so the
+solvers store each block's w_i on that support.
 """
 
 cimport cython
@@ -167,22 +179,42 @@ def max_psi_entries(const intp_t[::1] tok_ptr, const intp_t[::1] seq_ptr):
     return out
 
 
+def sequence_features(tok_ptr, feat_idx, seq_ptr):
+    """The distinct features of each sequence as CSR ``(ptr, features)``, sorted."""
+    tok_ptr, seq_ptr = np.asarray(tok_ptr), np.asarray(seq_ptr)
+    feat_idx = np.asarray(feat_idx)[:tok_ptr[-1]]
+    n_features = int(feat_idx.max()) + 1 if feat_idx.size else 1
+    counts = np.diff(tok_ptr[seq_ptr])
+    keys = np.repeat(np.arange(len(counts), dtype=np.int64), counts) * n_features + feat_idx
+    keys.sort()                                 # faster than np.unique's hashing here
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+    ptr = np.searchsorted(keys // n_features, np.arange(len(counts) + 1)).astype(np.intp)
+    return ptr, (keys % n_features).astype(np.int32)
+
+
 @cython.final
 cdef class ChainOracle(MaxOracle):
     """Loss-augmented Viterbi for a chain model bound to n sequences.
 
     Built by ``ChainModel.bind``; the arrays are CSR token rows (``tok_ptr``,
     ``feat_idx``, ``feat_val``), sequence boundaries in tokens (``seq_ptr``)
-    and the ground-truth labels of all tokens.
+    and the ground-truth labels of all tokens.  With ``sparse_blocks``,
+    ``block_support(i)`` returns the features any psi_i(y) can touch (see the
+    module docstring); otherwise None (blocks stored densely).
     """
     cdef _Layout L
     cdef readonly intp_t[::1] tok_ptr, seq_ptr
     cdef readonly int32_t[::1] feat_idx, labels
     cdef readonly float64_t[::1] feat_val
+    cdef readonly bint sparse_blocks
+    cdef object _block_features           # (ptr, features): distinct features per sequence
 
     def __init__(self, intp_t n_states, intp_t n_features, tok_ptr, feat_idx, feat_val,
-                 seq_ptr, labels):
+                 seq_ptr, labels, bint sparse_blocks=False):
         self.L = _layout(n_states, n_features)
+        self.sparse_blocks = sparse_blocks
+        self._block_features = (sequence_features(tok_ptr, feat_idx, seq_ptr)
+                                if sparse_blocks else None)
         if len(feat_idx) == 0:              # keep &feat_idx[0] valid
             feat_idx, feat_val = np.zeros(1, np.int32), np.zeros(1)
         self.tok_ptr = tok_ptr
@@ -201,7 +233,25 @@ cdef class ChainOracle(MaxOracle):
     def __reduce__(self):
         return (ChainOracle, (self.L.K, self.L.F, np.asarray(self.tok_ptr),
                               np.asarray(self.feat_idx), np.asarray(self.feat_val),
-                              np.asarray(self.seq_ptr), np.asarray(self.labels)))
+                              np.asarray(self.seq_ptr), np.asarray(self.labels),
+                              self.sparse_blocks))
+
+    def block_support(self, i):
+        """Sorted feature indices psi_i(y) can touch for any y (None: dense blocks).
+
+        Emission entries ``f * K + k`` of every feature f active in sequence i
+        and every state k, the K x K transitions if the sequence has two
+        tokens or more, and the 3 K bias, start and end entries.
+        """
+        i = self._check_block(i)
+        if not self.sparse_blocks:
+            return None
+        ptr, features = self._block_features
+        cdef intp_t K = self.L.K
+        emission = (features[ptr[i]:ptr[i + 1], None].astype(np.int32) * K
+                    + np.arange(K, dtype=np.int32)).ravel()
+        first = self.L.off_trans if self.seq_ptr[i + 1] - self.seq_ptr[i] > 1 else self.L.off_bias
+        return np.concatenate([emission, np.arange(first, self.n_features, dtype=np.int32)])
 
     cdef inline _Tokens _tokens(self, intp_t i) noexcept nogil:
         cdef _Tokens x

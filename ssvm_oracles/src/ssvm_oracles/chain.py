@@ -6,10 +6,11 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
-from ssvm_oracles._chain import ChainOracle, chain_size, decode
+from ssvm_oracles._chain import ChainOracle, chain_size, decode, sequence_features
 from ssvm_oracles._sequences import pack_labels, pack_sequences
 
 
@@ -17,9 +18,14 @@ class ChainModel(StructuredModel):
     """Linear-chain model with emission, transition, bias, start and end features.
 
     phi(x, y) = [emission (F x K) | transition (K x K) | bias | start | end]
-    (001 App. I.1; for OCR, K = 26, F = 128 and d = 4,082), with the
-    normalised Hamming loss.  ``bind`` returns a Cython ``ChainOracle`` that
-    runs without the GIL.
+    (001 App. I.1-I.2; for OCR, K = 26, F = 128 and d = 4,082), with the
+    normalised Hamming loss.  Emission entry ``f * K + k`` sums feature f
+    over the tokens labelled k.  ``bind`` returns a Cython ``ChainOracle``
+    that runs without the GIL.
+
+    Token features may be dense ``(T_i, F)`` arrays or scipy sparse matrices
+    (e.g. CoNLL's binary attribute vectors); only the nonzeros are stored
+    and visited.
 
     Parameters
     ----------
@@ -27,18 +33,31 @@ class ChainModel(StructuredModel):
         Number of labels K (>= 2).
     n_features : int, optional
         Features per token F; inferred from the first ``bind`` if omitted.
+    sparse_blocks : bool, optional
+        Whether the bound oracle reports per-block supports
+        (``block_support``), so that solvers store each block's w_i on the
+        emission rows of its sequence's features plus the transition, bias,
+        start and end entries, instead of densely.  None (default) decides at
+        ``bind``: sparse when that needs less memory (sparse entries cost 12
+        bytes, dense ones 8), as with sparse token features over many
+        attributes.
     """
 
-    def __init__(self, n_states: int, n_features: int | None = None):
+    def __init__(self, n_states: int, n_features: int | None = None,
+                 sparse_blocks: bool | None = None):
         if int(n_states) != n_states or n_states < 2:
             raise ValueError(f"n_states must be an integer >= 2, got {n_states}")
         if n_features is not None and (int(n_features) != n_features or n_features < 1):
             raise ValueError(f"n_features must be a positive integer, got {n_features}")
+        if sparse_blocks not in (None, True, False):
+            raise ValueError(f"sparse_blocks must be None, True or False, got {sparse_blocks!r}")
         self.n_states = int(n_states)
         self.n_features = None if n_features is None else int(n_features)
+        self.sparse_blocks = sparse_blocks
 
     def __repr__(self) -> str:
-        return f"ChainModel(n_states={self.n_states}, n_features={self.n_features})"
+        extra = "" if self.sparse_blocks is None else f", sparse_blocks={self.sparse_blocks}"
+        return f"ChainModel(n_states={self.n_states}, n_features={self.n_features}{extra})"
 
     @property
     def size_joint_feature(self) -> int:
@@ -54,8 +73,19 @@ class ChainModel(StructuredModel):
     def bind(self, X: Sequence, Y: Sequence) -> ChainOracle:
         packed = self._pack(X)
         labels = pack_labels(Y, packed.lengths, self.n_states)
+        sparse = self.sparse_blocks
+        if sparse is None:
+            sparse = self._sparse_is_smaller(packed)
         return ChainOracle(self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
-                           packed.feat_val, packed.seq_ptr, labels)
+                           packed.feat_val, packed.seq_ptr, labels, sparse)
+
+    def _sparse_is_smaller(self, packed) -> bool:
+        """Do per-block supports (12 bytes an entry) take less memory than dense blocks (8)?"""
+        K = self.n_states
+        ptr, _ = sequence_features(packed.tok_ptr, packed.feat_idx, packed.seq_ptr)
+        entries = (ptr[-1] * K + np.count_nonzero(packed.lengths > 1) * K * K
+                   + 3 * K * len(packed.lengths))
+        return 12 * entries < 8 * len(packed.lengths) * self.size_joint_feature
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         packed = self._pack(X)
@@ -65,14 +95,12 @@ class ChainModel(StructuredModel):
         return np.split(flat, packed.seq_ptr[1:-1])
 
     def joint_feature(self, x, y) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        y = np.asarray(y)
         packed = self._pack([x])
-        labels = pack_labels([y], packed.lengths, self.n_states)
+        labels = pack_labels([np.asarray(y)], packed.lengths, self.n_states)
         K, F = self.n_states, packed.n_features
         emission = np.zeros((F, K))
-        for k in range(K):
-            emission[:, k] = x[labels == k].sum(axis=0)
+        token = np.repeat(np.arange(len(labels)), np.diff(packed.tok_ptr))
+        np.add.at(emission, (packed.feat_idx, labels[token]), packed.feat_val)
         transition = np.zeros((K, K))
         np.add.at(transition, (labels[:-1], labels[1:]), 1.0)
         bias = np.bincount(labels, minlength=K).astype(float)
@@ -89,6 +117,6 @@ class ChainModel(StructuredModel):
         return float(np.mean(y_true != y_pred))
 
     def enumerate_labelings(self, x):
-        T = np.asarray(x).shape[0]
+        T = x.shape[0] if sp.issparse(x) else np.asarray(x).shape[0]
         for labels in itertools.product(range(self.n_states), repeat=T):
             yield np.array(labels, dtype=np.int32)
