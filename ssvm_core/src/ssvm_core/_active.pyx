@@ -174,15 +174,16 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             _tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
 
         # Choose the step.
+        # An away step needs alpha_a < 1 (else it is the only active atom).
+        gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka]) if blk.alpha[ka] < 1.0 else 0.0
         kind = STEP_FW
-        if opt.step == STEP_AWAY and g_away > g_fw:
+        if opt.step == STEP_AWAY and g_away > g_fw and gmax_away > 0.0:
             kind = STEP_AWAY
         elif opt.step == STEP_PAIRWISE:
             kind = STEP_PAIRWISE
         if kind == STEP_FW or opt.step == STEP_HYBRID:
             curv_fw = _curvature(blk, vi, sup, m, -1.0, ks, scale, -1, 0.0, s, p.w, lam)
             gam_fw = _line_step(g_fw, curv_fw, 1.0)
-        gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka]) if blk.alpha[ka] < 1.0 else 0.0
         if kind == STEP_AWAY or opt.step == STEP_HYBRID:
             curv_away = _curvature(blk, vi, sup, m, 1.0, ka, -scale, -1, 0.0, s, p.w, lam)
             gam_away = _line_step(g_away, curv_away, gmax_away)
@@ -217,7 +218,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             for k in range(blk.n):
                 blk.alpha[k] *= 1.0 + gam
             blk.alpha[ka] -= gam
-            if gam == gmax_away:
+            if gam == gmax_away and gam > 0.0:
                 blk.alpha[ka] = 0.0
                 cnt.drop += 1
             cnt.away += 1

@@ -173,6 +173,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         # Completed steps are kept even if an oracle call failed part-way.
         state.ell = ell
         state.ell_avg = ell_avg
+        state.fw_steps += n_steps - state.n_steps
         state.n_steps = n_steps
         state.replaced_answers += n_replaced
 
@@ -320,5 +321,6 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     state.ell = ell + gamma * (ell_s - ell)
     state.ell_avg = ((j - 1.0) * state.ell_avg + 2.0 * state.ell) / (j + 1.0)
     state.n_steps = j
+    state.fw_steps += n                      # every block moved
     state.replaced_answers += n_replaced
     return gap

@@ -195,6 +195,33 @@ class SolverState:
         self.last_exact_gap = float("nan")
         self.reset_averaging()
 
+    def check_atoms(self, atol: float = 1e-9) -> None:
+        """Check the active-set invariants; raise ``AssertionError`` naming a violation.
+
+        For every block: alpha_i is on the simplex, atom 0 (the ground truth)
+        has psi = 0 and loss 0, and v_i = sum_y alpha_i(y) psi_i(y) / (lam n)
+        and ell_i = sum_y alpha_i(y) L_i(y) / n hold to ``atol`` (relative to
+        the size of the terms).
+        """
+        if self.atoms is None:
+            raise AssertionError("the state keeps no active sets")
+        n, d = self.n_blocks, self.n_features
+        for i in range(n):
+            alpha = self.atoms.alphas(i)
+            psi = self.atoms.psi_matrix(i, d)
+            loss = self.atoms.losses(i)
+            if alpha.min() < 0 or abs(alpha.sum() - 1.0) > atol * alpha.size:
+                raise AssertionError(f"block {i}: alpha {alpha} is not on the simplex")
+            if np.any(psi[0] != 0.0) or loss[0] != 0.0:
+                raise AssertionError(f"block {i}: atom 0 is not the ground truth")
+            scale = max(1.0, float(np.abs(psi).max()) / (self.lam * n))
+            v_i = alpha @ psi / (self.lam * n)
+            if np.abs(v_i - self.block_vector(i)).max() > atol * scale:
+                raise AssertionError(f"block {i}: v_i differs from sum alpha psi / (lam n) "
+                                     f"by {np.abs(v_i - self.block_vector(i)).max():.3g}")
+            if abs(alpha @ loss / n - self.block_ell[i]) > atol * max(1.0, loss.max() / n):
+                raise AssertionError(f"block {i}: ell_i differs from sum alpha L / n")
+
     def check_compatible(self, oracle: MaxOracle) -> None:
         """Raise ``ValueError`` if this state cannot continue on ``oracle``."""
         if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):

@@ -1,0 +1,250 @@
+"""Every solver variant of 001 on enumerable toy problems, against independent references.
+
+The combinations {uniform, perm, gap} x {fw, away, pairwise, hybrid} x
+{cache, no cache} x {box, no box} x {averaging, none} all run through
+``ssvm_core.solve``.  For each, on hypothesis-drawn toy problems:
+
+- the certificate brackets the independent optimum (QP over the enumeration,
+  box-constrained when there is a box): 0 <= P(w) - P* <= gap;
+- the gap equals P(w) - D(alpha) with P by enumeration and D from the
+  multiplier form of 001 App. H (``box_reference``), and the block gaps,
+  recomputed by enumeration, sum to it;
+- the dual of the iterate never decreases from pass to pass;
+- w stays in the box; active sets keep their invariants;
+- away, pairwise and hybrid steps (without averaging) converge to P*.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from box_reference import box_dual_value, box_primal_optimum, random_box
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import DelegatingOracle, toy_problems
+
+from ssvm_core import SolverState, as_oracle, solve
+from ssvm_core._active import active_pass
+from ssvm_core.parallel import score_pass
+from ssvm_core.solvers import _block_order
+from ssvm_core.testing import (
+    check_gaps,
+    primal_by_enumeration,
+    scaled_examples,
+    solve_dual_qp,
+)
+
+COMBINATIONS = list(itertools.product(("uniform", "perm", "gap"),
+                                      ("fw", "away", "pairwise", "hybrid"),
+                                      (False, True), (False, True), (False, True)))
+
+
+def optimum(toy, box):
+    if box is None:
+        return solve_dual_qp(toy.enum.psi, toy.enum.loss, toy.lam).primal
+    return box_primal_optimum(toy.enum.psi, toy.enum.loss, toy.lam, *box)[0]
+
+
+def check_certificates(toy, result, box, p_star):
+    state = result.state
+    lam, enum = toy.lam, toy.enum
+    scale = max(1.0, abs(p_star))
+    tol = 1e-9 * scale
+    w = state.w
+    if box is not None:
+        lower, upper = box
+        assert np.all(w >= lower) and np.all(w <= upper)
+        assert np.all(result.w >= lower) and np.all(result.w <= upper)
+    # The returned iterate is certified by the returned gap.
+    primal_ret = primal_by_enumeration(enum.psi, enum.loss, lam, result.w)
+    assert primal_ret - p_star >= -1e-7 * scale
+    assert primal_ret - p_star <= result.gap + 1e-7 * scale
+    # Identities at the plain iterate, from independent formulas.
+    v = sum(state.block_vector(i) for i in range(state.n_blocks))
+    np.testing.assert_allclose(v, state.v, atol=1e-12 * max(1.0, np.abs(v).max()))
+    ell = float(np.sum(state.block_ell))
+    if box is None:
+        dual = ell - 0.5 * lam * v @ v
+    else:
+        dual = box_dual_value(ell, v, lam, *box)
+    primal = primal_by_enumeration(enum.psi, enum.loss, lam, w)
+    assert dual <= p_star + tol
+    gaps = check_gaps(None, state, enum, w=w)
+    assert gaps.min() >= -tol
+    assert gaps.sum() == pytest.approx(primal - dual, abs=tol)
+    for rec in result.history:
+        if rec["gap"] is not None:
+            assert rec["primal"] - rec["dual"] == pytest.approx(rec["gap"], abs=tol)
+            assert rec["gap_estimate"] == pytest.approx(rec["gap"], abs=tol)
+    duals = [rec["dual"] for rec in result.history]
+    assert all(b >= a - tol for a, b in zip(duals, duals[1:]))
+
+
+@pytest.mark.parametrize("sampling,step,cache,use_box,averaging", COMBINATIONS)
+@settings(max_examples=scaled_examples(2), deadline=None)
+@given(toy=toy_problems(n_max=3), box_seed=st.integers(0, 2 ** 16))
+def test_every_combination_is_certified(toy, box_seed, sampling, step, cache, use_box,
+                                        averaging):
+    box = random_box(np.random.default_rng(box_seed), toy.oracle.n_features) \
+        if use_box else None
+    p_star = optimum(toy, box)
+    linear = step != "fw" and not averaging
+    result = solve(toy.oracle, toy.lam, sampling=sampling, step=step, cache=cache, box=box,
+                   averaging=averaging, tol=1e-9 if linear else 0.0,
+                   max_passes=3000 if linear else 60, gap_check_every=7, random_state=3)
+    check_certificates(toy, result, box, p_star)
+    if result.state.atoms is not None:
+        result.state.check_atoms()
+    if linear:
+        scale = max(1.0, abs(p_star))
+        assert result.gap <= 1e-6 * scale, (result.status, result.gap)
+
+
+@settings(max_examples=scaled_examples(10), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from(("away", "pairwise", "hybrid")),
+       st.booleans(), st.booleans())
+def test_invariants_and_dual_ascent_after_every_pass(toy, step, cache, use_box):
+    box = random_box(toy.rng, toy.oracle.n_features) if use_box else None
+    state = None
+    last_dual = -np.inf
+    for _ in range(15):
+        result = solve(toy.oracle, toy.lam, step=step, cache=cache, box=box, state=state,
+                       max_passes=1, tol=0, averaging=False, random_state=0)
+        state = result.state
+        state.check_atoms()
+        dual = result.history[-1]["dual"]
+        assert dual >= last_dual - 1e-12 * max(1.0, abs(dual))
+        last_dual = dual
+        for i in range(state.n_blocks):       # atoms are distinct labellings
+            keys = [None if y is None else y.tobytes() for y in state.atoms.labellings(i)]
+            assert len(keys) == len(set(keys))
+            if not cache:                      # without a cache only active atoms stay
+                assert np.all(state.atoms.alphas(i)[1:] > 0)
+
+
+class _Recorder(DelegatingOracle):
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.calls = []
+
+    def solve(self, i, w):
+        self.calls.append(i)
+        return self.inner.solve(i, w)
+
+
+@settings(max_examples=scaled_examples(10), deadline=None)
+@given(toy_problems(n_max=4), st.sampled_from(("fw", "pairwise", "hybrid")))
+def test_gap_sampling_with_active_sets_never_visits_a_zero_gap_block(toy, step):
+    """Each draw from exact block gaps avoids the blocks whose gap is 0.
+
+    One step per pass, right after an exact gap pass, so the sum tree holds
+    exact gaps.  (Within a pass the visited blocks' estimates change; when
+    all are 0 the point is optimal and draws fall back to uniform.)
+    """
+    recorder = _Recorder(toy.bf)
+    oracle = as_oracle(recorder)
+    state = SolverState.for_oracle(oracle, toy.lam, active_sets=True)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        score_pass(oracle, state.w, state)          # exact block gaps
+        gaps = state.block_gap_estimates.copy()
+        if not np.any(gaps > 0):
+            break
+        recorder.calls.clear()
+        active_pass(oracle, state, np.zeros(0, dtype=np.intp), step=step,
+                    gap_uniforms=rng.random(1))
+        (visited,) = recorder.calls
+        assert gaps[visited] > 0
+
+
+def test_cache_rule_thresholds():
+    """F = nu = 0 takes the cache whenever its gap is positive; huge F and nu never do.
+
+    (A huge F alone is not enough: after an oracle call that found a zero gap,
+    F g_i = 0 and the global rule decides.)
+    """
+    from strategies import _toy  # noqa: PLC0415
+
+    from ssvm_core.testing import random_multiclass_data
+    from ssvm_oracles import MulticlassModel
+    rng = np.random.default_rng(4)
+    X, Y = random_multiclass_data(rng, 5, 3, 4)
+    toy = _toy(MulticlassModel(4, 3), X, Y, 0.01, rng)
+    never = solve(toy.oracle, toy.lam, cache=True, cache_factor=1e9, cache_nu=1e9,
+                  max_passes=20, tol=0, random_state=0)
+    assert never.gap > 0
+    assert never.state.cache_hits_local + never.state.cache_hits_global == 0
+    eager = solve(toy.oracle, toy.lam, cache=True, cache_factor=0.0, cache_nu=0.0,
+                  max_passes=20, tol=0, random_state=0)
+    st_ = eager.state
+    assert st_.cache_hits_local + st_.cache_hits_global > 0
+    # Calls: one per step that missed the cache, plus the gap checks (n calls at
+    # the iterate and n at the average, except the first check, at w = w_avg = 0).
+    n_checks = sum(rec["gap"] is not None for rec in eager.history)
+    misses = st_.n_steps - st_.cache_hits_local - st_.cache_hits_global
+    assert st_.oracle_calls == misses + 5 + (n_checks - 1) * 5 * 2
+
+
+@pytest.mark.parametrize("step,cache,use_box", [("pairwise", True, True),
+                                                ("hybrid", False, False),
+                                                ("away", True, False)])
+def test_save_load_resume_is_exact_with_active_sets(tmp_path, step, cache, use_box):
+    from strategies import _toy  # noqa: PLC0415
+
+    from ssvm_core.testing import random_chain_data
+    from ssvm_oracles import ChainModel
+    rng = np.random.default_rng(8)
+    X, Y = random_chain_data(rng, 4, 3, 3, 2)
+    toy = _toy(ChainModel(3, 2), X, Y, 0.05, rng)
+    box = random_box(rng, toy.oracle.n_features) if use_box else None
+    opts = dict(step=step, cache=cache, box=box, sampling="gap", tol=0, gap_check_every=3)
+    whole = solve(toy.oracle, toy.lam, max_passes=6, random_state=1, **opts)
+    part = solve(toy.oracle, toy.lam, max_passes=3, random_state=1, **opts)
+    path = tmp_path / "state.npz"
+    part.state.save(path)
+    loaded = SolverState.load(path)
+    np.testing.assert_array_equal(loaded.atoms.to_arrays()["atom_alpha"],
+                                  part.state.atoms.to_arrays()["atom_alpha"])
+    loaded.check_atoms()
+    rest = solve(toy.oracle, toy.lam, max_passes=3, state=loaded, **opts)
+    np.testing.assert_array_equal(rest.state.w, whole.state.w)
+    np.testing.assert_array_equal(rest.state.v, whole.state.v)
+    assert rest.state.pairwise_steps == whole.state.pairwise_steps
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"step": "diagonal"}, "step must be one of"),
+    ({"batch": True, "step": "pairwise"}, "batch Frank-Wolfe supports neither"),
+    ({"batch": True, "cache": True}, "batch Frank-Wolfe supports neither"),
+    ({"step": "away", "line_search": False}, "needs line search"),
+    ({"cache": True, "cache_size": 1}, "cache_size"),
+    ({"cache": True, "cache_factor": -1.0}, "cache_factor"),
+    ({"box": (1.0, 0.0)}, "infeasible box"),
+    ({"box": (np.nan, 1.0)}, "NaN"),
+    ({"box": (np.zeros(3), 1.0)}, "shape"),
+    ({"box": (np.inf, np.inf)}, "infeasible box"),
+])
+def test_bad_variant_options_are_rejected(kwargs, match):
+    from ssvm_core.testing import ToyMulticlassModel, random_multiclass_data
+    rng = np.random.default_rng(0)
+    X, Y = random_multiclass_data(rng, 4, 2, 3)
+    oracle = ToyMulticlassModel(3, 2).bind(list(X), [np.atleast_1d(y) for y in Y])
+    with pytest.raises(ValueError, match=match):
+        solve(oracle, 0.1, **kwargs)
+
+
+def test_plain_state_cannot_continue_with_pairwise_steps():
+    from ssvm_core.testing import ToyMulticlassModel, random_multiclass_data
+    rng = np.random.default_rng(0)
+    X, Y = random_multiclass_data(rng, 4, 2, 3)
+    oracle = ToyMulticlassModel(3, 2).bind(list(X), [np.atleast_1d(y) for y in Y])
+    plain = solve(oracle, 0.1, max_passes=2, tol=0)
+    with pytest.raises(ValueError, match="need the active sets"):
+        solve(oracle, 0.1, step="pairwise", state=plain.state)
+    boxed = solve(oracle, 0.1, max_passes=2, tol=0, box=(0.0, 1.0))
+    with pytest.raises(ValueError, match="box"):
+        solve(oracle, 0.1, state=boxed.state)
+    with pytest.raises(ValueError, match="box"):
+        solve(oracle, 0.1, state=boxed.state, box=(0.0, 2.0))
