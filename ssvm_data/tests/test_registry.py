@@ -9,8 +9,8 @@ import pytest
 import ssvm_data
 from ssvm_data import _io
 
-NAMES = ["ocr-small", "ocr-large", "synthetic-ocr", "synthetic-chain", "synthetic-multiclass",
-         "synthetic-horseseg"]
+NAMES = ["ocr-small", "ocr-large", "conll", "conll-small", "synthetic-ocr", "synthetic-chain",
+         "synthetic-multiclass", "synthetic-horseseg", "synthetic-matching"]
 REAL_HOME = os.environ.get("SSVM_DATA_HOME")
 
 
@@ -49,7 +49,8 @@ def test_real_datasets_unavailable_without_files(tmp_path):
 def test_real_datasets_found_in_data_home(tmp_path, monkeypatch):
     path = write_tiny_npz(tmp_path / "ocr")
     monkeypatch.setenv("SSVM_DATA_HOME", str(tmp_path))
-    real = [d for d in ssvm_data.available_datasets() if d["kind"] == "real"]
+    real = [d for d in ssvm_data.available_datasets()
+            if d["kind"] == "real" and d["name"].startswith("ocr")]
     assert [d["name"] for d in real] == ["ocr-small", "ocr-large"]
     assert all(d["available"] and d["path"] == str(path) for d in real)
 
@@ -93,5 +94,6 @@ def test_synthetic_datasets(name, sizes):
 @pytest.mark.skipif(not (REAL_HOME and Path(REAL_HOME, "ocr").is_dir()),
                     reason="set SSVM_DATA_HOME to a folder holding ocr/ to run the real-data tests")
 def test_real_ocr_is_available():
-    real = [d for d in ssvm_data.available_datasets(data_home=REAL_HOME) if d["kind"] == "real"]
+    real = [d for d in ssvm_data.available_datasets(data_home=REAL_HOME)
+            if d["name"].startswith("ocr")]
     assert all(d["available"] and d["path"].endswith("letters.npz") for d in real)
