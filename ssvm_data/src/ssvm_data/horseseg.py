@@ -277,14 +277,15 @@ def horseseg_like(
     object is a random ellipse; a superpixel is labelled 1 when its seed lies
     inside it.
 
-    Unary features: a constant 1, then a normalised histogram of 100 draws over
+    Unary features: a constant 1, then a histogram of 100 draws over
     ``n_unary - 1`` bins from a mixture of the class's fixed bin distribution
     (drawn once per call) and, with a per-node weight uniform in [0, 0.6], the
     other class's, so some superpixels look like the other class and the
-    pairwise terms matter.  Pairwise features: a constant 1, then
-    exp(-eta d_g) for chi^2 distances d_g between the two nodes' histograms on
-    9 groups of bins and eta in 2^-5 ... 2^5 (11 values for the default 100
-    features, as in 001 App. I.3), all in (0, 1].
+    pairwise terms matter; the histogram is scaled to unit Euclidean norm.
+    Pairwise features: a constant 1, then exp(-eta d_g) for chi^2 distances d_g
+    between the two nodes' (sum-to-one) histograms on 9 groups of bins and eta
+    in 2^-5 ... 2^5 (11 values for the default 100 features, as in 001
+    App. I.3), all in (0, 1].
 
     Parameters
     ----------
@@ -336,9 +337,13 @@ def horseseg_like(
         edges = _adjacency(seeds)
         y = _ellipse_labels(rng, seeds)
         histograms = _histograms(rng, y, classes)
-        unary = np.hstack([np.ones((n_nodes, 1)), histograms])
         pairwise = np.hstack([np.ones((len(edges), 1)),
                               _similarities(histograms, edges, n_pairwise - 1)])
+        # L2-normalised histograms: with sum-to-one bins the constant feature would dominate
+        # psi and BCFW would crawl (the histogram part of psi would be ~100 times smaller).
+        norms = np.linalg.norm(histograms, axis=1, keepdims=True)
+        unary = np.hstack([np.ones((n_nodes, 1)),
+                           np.divide(histograms, norms, out=histograms, where=norms > 0)])
         X.append(SuperpixelImage(unary, edges, pairwise))
         Y.append(y)
     return X, Y
