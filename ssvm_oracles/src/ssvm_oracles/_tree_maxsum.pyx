@@ -1,0 +1,613 @@
+"""Tree max-sum with generalized distance transforms: the pose model of 001 App. I.4.
+
+A tree of P parts (nodes) with parent array ``parent`` (-1 at the root).  Each
+tree edge {c, parent(c)} gives two arcs (001 App. I.4 uses both orientations):
+for the k-th non-root node c (in increasing order of c) arc 2k is (c -> parent)
+and arc 2k + 1 is (parent -> c), A = 2 (P - 1) arcs in all.  A labelling holds
+a grid position l_p = (x_p, y_p) per part (x the column, y the row) and a type
+t_a in [0, T) per arc, stored as the int32 vector
+``[x_0, y_0, ..., x_{P-1}, y_{P-1}, t_0, ..., t_{A-1}]``.
+
+Per example the input is ``unary[p, y, x]`` (phi^U_p), ``pairwise[a, t, y, x]``
+(phi^P_a at the position of the arc's source part) and the mean displacements
+``offsets[a, t] = (r_x, r_y)`` of each arc type.  With
+d_a = l_src(a) - l_dst(a) - r_a^{t_a} the joint feature map is
+
+    phi = [unary[p, l_p]  (P) | pairwise[a, t_a, l_src(a)]  (A) |
+           -(d_x, d_x^2, d_y, d_y^2) of arc a in the block of type t_a  (A x T x 4)]
+
+so d = P + A + 4 A T (2,676 for 26 parts and 13 types, as in 001 Table 1).  The
+deformation block is the paper's Delta with the sign flipped: the score of an
+arc is -(w_0 d_x + w_1 d_x^2 + w_2 d_y + w_3 d_y^2), concave in the displacement
+exactly when the quadratic weights w_1, w_3 are >= 0 -- the paper's positivity
+constraints, under which the generalized distance transform applies.
+
+Max-sum runs from the leaves to the root.  The message of part c to its parent
+maximises over (t_up, t_down), the types of the two arcs of the edge: for each
+pair the two quadratics add up to one separable quadratic in l_c - l_parent,
+so the max over l_c is a 2-D distance transform (1-D transforms along the
+columns, then the rows), O(L) per type pair: O(P T^2 L) per call for L
+positions.  Back-pointers (best type pair and best l_c per parent position)
+recover the argmax.
+
+Task loss (001 App. I.4): L = (1/P) sum_p min(1, |l_{i,p} - l_p|^2 / rho_i^2)
+("truncated"; the paper prints max, which would not vanish at the truth) or
+the PDJ-style 0/1 count (1/P) #{p : |l_{i,p} - l_p| > rho_i} ("pdj").  It
+decomposes over parts, so loss augmentation only adds to the unary scores.
+"""
+
+cimport cython
+from libc.math cimport INFINITY
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner, MaxOracle
+
+from ssvm_core.validation import check_weights
+
+cdef enum:
+    LOSS_TRUNCATED = 0
+    LOSS_PDJ = 1
+
+LOSS_KINDS = {"truncated": LOSS_TRUNCATED, "pdj": LOSS_PDJ}
+
+# Quadratic weights below the smallest normal double are treated as zero: the
+# envelope intersections divide by 2 a (q - v), which must not underflow.  The
+# score changes by less than a * L^2 < 1e-300.
+cdef float64_t _TINY = 2.2250738585072014e-308
+
+
+def pose_size(intp_t n_parts, intp_t n_types):
+    """Dimension P + A + 4 A T of the pose model's joint feature map (A = 2 (P - 1))."""
+    cdef intp_t n_arcs = 2 * (n_parts - 1)
+    return n_parts + n_arcs + 4 * n_arcs * n_types
+
+
+def tree_arrays(parents):
+    """Validate a parent array and return ``(parents, order, arc_up)`` as int32 arrays.
+
+    ``order`` lists the parts root first, every part after its parent;
+    ``arc_up[c]`` is the arc (c -> parent) (its reverse is ``arc_up[c] + 1``),
+    -1 at the root.
+
+    Raises
+    ------
+    ValueError
+        If ``parents`` is not a 1-D integer array describing one tree (exactly
+        one root marked -1, every parent index in range, no cycle).
+    """
+    arr = np.asarray(parents)
+    if arr.ndim != 1 or arr.shape[0] < 1:
+        raise ValueError(f"parents must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"parents must hold integers, got dtype {arr.dtype}")
+    P = arr.shape[0]
+    roots = np.flatnonzero(arr == -1)
+    if roots.shape[0] != 1:
+        raise ValueError(f"a tree has exactly one root (parent -1), got {roots.shape[0]}")
+    if arr.min() < -1 or arr.max() >= P or np.any(arr == np.arange(P)):
+        raise ValueError(f"parents must be -1 or another part in [0, {P})")
+    children = [[] for _ in range(P)]
+    for c in range(P):
+        if arr[c] >= 0:
+            children[arr[c]].append(c)
+    order = [int(roots[0])]
+    for p in order:
+        order.extend(children[p])
+    if len(order) != P:
+        raise ValueError("parents contain a cycle: not every part is connected to the root")
+    nonroot = arr >= 0
+    arc_up = np.where(nonroot, 2 * (np.cumsum(nonroot) - 1), -1)
+    return (arr.astype(np.int32), np.array(order, dtype=np.int32), arc_up.astype(np.int32))
+
+
+cdef struct _Tree:
+    intp_t P, A, T
+    const int32_t* parent
+    const int32_t* order
+    const int32_t* arc_up
+
+
+cdef struct _Example:
+    intp_t H, W, L
+    const float64_t* unary      # (P, H, W)
+    const float64_t* pairwise   # (A, T, H, W)
+    const float64_t* offsets    # (A, T, 2): (r_x, r_y)
+
+
+# ---------------------------------------------------------------------------
+# Generalized distance transform (Felzenszwalb & Huttenlocher)
+# ---------------------------------------------------------------------------
+
+cdef void _dt1d(const float64_t* f, intp_t fs, intp_t n, float64_t a, float64_t b,
+                float64_t* d, intp_t ds, int32_t* arg, intp_t gs,
+                intp_t* v, float64_t* z, float64_t* h) noexcept nogil:
+    """d[x] = max_q f[q] - a (q - x)^2 - b (q - x) for x, q in [0, n); arg[x] = the q.
+
+    Strides fs, ds, gs for f, d and arg; a >= 0.  Up to the common term
+    b x - a x^2, candidate q is the line h_q + 2 a q x with h_q = f[q] - a q^2 - b q
+    (the parabola form of F&H): the upper envelope of these lines, in order of
+    increasing slope, is built in one sweep and read in a second, O(n).
+    Workspace v (n), z (n + 1), h (n).
+    """
+    cdef intp_t q, k, x, best
+    cdef float64_t s, hq, u
+    if a < _TINY:                       # linear: the argmax does not depend on x
+        best = 0
+        for q in range(1, n):
+            if f[q * fs] - b * q > f[best * fs] - b * best:
+                best = q
+        for x in range(n):
+            arg[x * gs] = <int32_t> best
+            d[x * ds] = f[best * fs] - b * (best - x)
+        return
+    k = 0
+    v[0] = 0
+    z[0] = -INFINITY
+    z[1] = INFINITY
+    h[0] = f[0]
+    for q in range(1, n):
+        hq = f[q * fs] - a * q * q - b * q
+        h[q] = hq
+        while True:
+            # line q overtakes the envelope's last line v[k] for x > s
+            s = (h[v[k]] - hq) / (2.0 * a * (q - v[k]))
+            if s > z[k]:
+                k += 1
+                v[k] = q
+                z[k] = s
+                z[k + 1] = INFINITY
+                break
+            if k == 0:                  # line q dominates everywhere so far
+                v[0] = q
+                break
+            k -= 1
+    k = 0
+    for x in range(n):
+        while z[k + 1] < x:
+            k += 1
+        q = v[k]
+        u = <float64_t> (q - x)
+        arg[x * gs] = <int32_t> q
+        d[x * ds] = f[q * fs] - a * u * u - b * u
+
+
+cdef void _dt2d(const float64_t* f, intp_t H, intp_t W, float64_t ax, float64_t bx,
+                float64_t ay, float64_t by, float64_t* tmp, int32_t* argy,
+                float64_t* d, int32_t* argx, intp_t* v, float64_t* z,
+                float64_t* h) noexcept nogil:
+    """d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r, u = x'-x, r = y'-y.
+
+    The maximiser of (y, x) is x' = argx[y, x], y' = argy[y, x'] (separable:
+    first along the columns into tmp, then along the rows).
+    """
+    cdef intp_t x, y
+    for x in range(W):
+        _dt1d(f + x, W, H, ay, by, tmp + x, W, argy + x, W, v, z, h)
+    for y in range(H):
+        _dt1d(tmp + y * W, 1, W, ax, bx, d + y * W, 1, argx + y * W, 1, v, z, h)
+
+
+def _check_map(f):
+    arr = np.ascontiguousarray(f, dtype=np.float64)
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise ValueError("the map must be non-empty and finite")
+    return arr
+
+
+def _check_quadratic(a, name):
+    a = float(a)
+    if not a >= 0.0:
+        raise ValueError(f"{name} = {a}: the distance transform needs a quadratic "
+                         "weight >= 0")
+    return a
+
+
+def distance_transform_1d(f, a, b):
+    """Python twin of the 1-D transform: ``(d, arg)`` with
+    ``d[x] = max_q f[q] - a (q - x)^2 - b (q - x) = f[arg[x]] - ...``, a >= 0."""
+    cdef float64_t[::1] fv = _check_map(f).reshape(-1)
+    cdef intp_t n = fv.shape[0]
+    cdef float64_t av = _check_quadratic(a, "a"), bv = float(b)
+    d = np.empty(n)
+    arg = np.empty(n, dtype=np.int32)
+    cdef float64_t[::1] dv = d, zv = np.empty(n + 1), hv = np.empty(n)
+    cdef int32_t[::1] gv = arg
+    cdef intp_t[::1] vv = np.empty(n, dtype=np.intp)
+    with nogil:
+        _dt1d(&fv[0], 1, n, av, bv, &dv[0], 1, &gv[0], 1, &vv[0], &zv[0], &hv[0])
+    return d, arg
+
+
+def distance_transform_2d(f, ax, bx, ay, by):
+    """Python twin of the 2-D transform of an (H, W) map: ``(d, arg)`` with
+    ``d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r`` (u = x' - x,
+    r = y' - y) attained at the flat index ``arg[y, x] = y' W + x'``; ax, ay >= 0."""
+    arr = _check_map(f)
+    if arr.ndim != 2:
+        raise ValueError(f"the map must be 2-D, got shape {arr.shape}")
+    cdef float64_t[:, ::1] fv = arr
+    cdef intp_t H = arr.shape[0], W = arr.shape[1], m = max(H, W), x, y, xs
+    cdef float64_t axv = _check_quadratic(ax, "ax"), ayv = _check_quadratic(ay, "ay")
+    cdef float64_t bxv = float(bx), byv = float(by)
+    d = np.empty((H, W))
+    arg = np.empty((H, W), dtype=np.int32)
+    cdef float64_t[:, ::1] dv = d
+    cdef int32_t[:, ::1] gv = arg
+    cdef float64_t[::1] tmp = np.empty(H * W), zv = np.empty(m + 1), hv = np.empty(m)
+    cdef int32_t[::1] argy = np.empty(H * W, dtype=np.int32)
+    cdef intp_t[::1] vv = np.empty(m, dtype=np.intp)
+    with nogil:
+        _dt2d(&fv[0, 0], H, W, axv, bxv, ayv, byv, &tmp[0], &argy[0], &dv[0, 0],
+              &gv[0, 0], &vv[0], &zv[0], &hv[0])
+        for y in range(H):
+            for x in range(W):
+                xs = gv[y, x]
+                gv[y, x] = <int32_t> (argy[y * W + xs] * W + xs)
+    return d, arg
+
+
+# ---------------------------------------------------------------------------
+# The pose model
+# ---------------------------------------------------------------------------
+
+cdef inline intp_t _off_types(const _Tree* tr) noexcept nogil:
+    return tr.P
+
+
+cdef inline intp_t _off_deform(const _Tree* tr) noexcept nogil:
+    return tr.P + tr.A
+
+
+cdef int _check_quadratics(const _Tree* tr, const float64_t* w) except -1 nogil:
+    """Raise ValueError if a quadratic deformation weight is negative."""
+    cdef intp_t j, k, base = _off_deform(tr), n = tr.A * tr.T
+    for j in range(n):
+        if not (w[base + 4 * j + 1] >= 0.0 and w[base + 4 * j + 3] >= 0.0):
+            k = 1 if not w[base + 4 * j + 1] >= 0.0 else 3
+            with gil:
+                raise ValueError(
+                    f"negative quadratic deformation weight w[{base + 4 * j + k}] = "
+                    f"{w[base + 4 * j + k]} (arc {j // tr.T}, type {j % tr.T}, "
+                    f"{'d_x^2' if k == 1 else 'd_y^2'}): tree max-sum with distance "
+                    "transforms needs these weights >= 0; train with the box "
+                    "constraints of model.weight_bounds()")
+    return 0
+
+
+cdef inline float64_t _part_loss(float64_t dist2, float64_t radius2,
+                                 int kind) noexcept nogil:
+    if kind == LOSS_PDJ:
+        return 1.0 if dist2 > radius2 else 0.0
+    return dist2 / radius2 if dist2 < radius2 else 1.0
+
+
+cdef float64_t _loss(const _Tree* tr, const int32_t* truth, const int32_t* y,
+                     float64_t radius2, int kind) noexcept nogil:
+    cdef intp_t p
+    cdef float64_t dx, dy, total = 0.0
+    for p in range(tr.P):
+        dx = y[2 * p] - truth[2 * p]
+        dy = y[2 * p + 1] - truth[2 * p + 1]
+        total += _part_loss(dx * dx + dy * dy, radius2, kind)
+    return total / tr.P
+
+
+cdef inline intp_t _arc_src(const _Tree* tr, intp_t c, intp_t a) noexcept nogil:
+    # a is arc_up[c] (source c) or arc_up[c] + 1 (source parent[c])
+    return c if a == tr.arc_up[c] else tr.parent[c]
+
+
+cdef intp_t _write_phi(const _Tree* tr, const _Example* ex, const int32_t* y,
+                       float64_t sign, int32_t* idx, float64_t* val) noexcept nogil:
+    """Append the nonzeros of sign * phi(x, y) (P + 5 A entries); returns the count."""
+    cdef intp_t p, c, a, src, dst, t, base, nnz = 0, T = tr.T, L = ex.L
+    cdef float64_t dx, dy
+    cdef const float64_t* r
+    for p in range(tr.P):
+        idx[nnz] = <int32_t> p
+        val[nnz] = sign * ex.unary[p * L + y[2 * p + 1] * ex.W + y[2 * p]]
+        nnz += 1
+    for c in range(tr.P):
+        if tr.parent[c] < 0:
+            continue
+        for a in range(tr.arc_up[c], tr.arc_up[c] + 2):
+            src = _arc_src(tr, c, a)
+            dst = tr.parent[c] if src == c else c
+            t = y[2 * tr.P + a]
+            idx[nnz] = <int32_t> (_off_types(tr) + a)
+            val[nnz] = sign * ex.pairwise[(a * T + t) * L + y[2 * src + 1] * ex.W + y[2 * src]]
+            r = ex.offsets + 2 * (a * T + t)
+            dx = y[2 * src] - y[2 * dst] - r[0]
+            dy = y[2 * src + 1] - y[2 * dst + 1] - r[1]
+            base = _off_deform(tr) + 4 * (a * T + t)
+            idx[nnz + 1] = <int32_t> base
+            val[nnz + 1] = -sign * dx
+            idx[nnz + 2] = <int32_t> (base + 1)
+            val[nnz + 2] = -sign * dx * dx
+            idx[nnz + 3] = <int32_t> (base + 2)
+            val[nnz + 3] = -sign * dy
+            idx[nnz + 4] = <int32_t> (base + 3)
+            val[nnz + 4] = -sign * dy * dy
+            nnz += 5
+    return nnz
+
+
+cdef int _check_labelling(const _Tree* tr, const _Example* ex, const int32_t* y,
+                          intp_t n_labels) except -1 nogil:
+    cdef intp_t p, a
+    if n_labels != 2 * tr.P + tr.A:
+        with gil:
+            raise ValueError(f"a pose labelling has 2 P + A = {2 * tr.P + tr.A} entries "
+                             f"(x, y per part, then a type per arc), got {n_labels}")
+    for p in range(tr.P):
+        if not (0 <= y[2 * p] < ex.W and 0 <= y[2 * p + 1] < ex.H):
+            with gil:
+                raise ValueError(f"part {p} at (x, y) = ({y[2 * p]}, {y[2 * p + 1]}) is "
+                                 f"outside the {ex.H} x {ex.W} grid")
+    for a in range(tr.A):
+        if not 0 <= y[2 * tr.P + a] < tr.T:
+            with gil:
+                raise ValueError(f"arc {a} has type {y[2 * tr.P + a]} outside "
+                                 f"[0, {tr.T})")
+    return 0
+
+
+cdef void _pair_coefficients(const float64_t* w1, const float64_t* r1, const float64_t* w2,
+                             const float64_t* r2, intp_t k, float64_t* a, float64_t* b,
+                             float64_t* c) noexcept nogil:
+    """Deformation cost of the edge along axis k (0: x, 1: y) as a u^2 + b u + c.
+
+    u = l_c - l_parent along the axis; arc 1 (c -> parent) has displacement
+    u - r1, arc 2 (parent -> c) has -u - r2; w = (linear, quadratic) of each.
+    """
+    cdef float64_t l1 = w1[2 * k], q1 = w1[2 * k + 1], l2 = w2[2 * k], q2 = w2[2 * k + 1]
+    cdef float64_t s1 = r1[k], s2 = r2[k]
+    a[0] = q1 + q2
+    b[0] = l1 - 2.0 * q1 * s1 - l2 + 2.0 * q2 * s2
+    c[0] = q1 * s1 * s1 - l1 * s1 + q2 * s2 * s2 - l2 * s2
+
+
+cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
+                 const int32_t* truth, float64_t radius2, int kind,
+                 int32_t* out) except -1 nogil:
+    """Write argmax_y <w, phi(x, y)> (+ L(truth, y) if truth != NULL) to out."""
+    cdef intp_t P = tr.P, T = tr.T, H = ex.H, W = ex.W, L = ex.L, m = max(H, W)
+    cdef intp_t i, p, c, par, a1, a2, t1, t2, k, x, y, xs, pos
+    cdef float64_t wu, wt1, wt2, ax, bx, cx, ay, by, cy, val, dx, dy
+    cdef float64_t* belief
+    cdef float64_t* msg
+    cdef float64_t* g
+    cdef float64_t* tmp
+    cdef float64_t* dbuf
+    cdef float64_t* z
+    cdef float64_t* h
+    cdef int32_t* bestpair
+    cdef int32_t* bestpos
+    cdef int32_t* argy
+    cdef int32_t* argx
+    cdef intp_t* v
+    cdef const float64_t* w_deform = w + _off_deform(tr)
+    cdef const float64_t* pair1
+    cdef const float64_t* pair2
+    cdef float64_t* dwork = <float64_t*> malloc((P * L + 4 * L + 2 * m + 1)
+                                                * sizeof(float64_t))
+    cdef int32_t* iwork = <int32_t*> malloc((2 * P * L + 2 * L) * sizeof(int32_t))
+    cdef intp_t* vwork = <intp_t*> malloc(m * sizeof(intp_t))
+    if dwork == NULL or iwork == NULL or vwork == NULL:
+        free(dwork)
+        free(iwork)
+        free(vwork)
+        with gil:
+            raise MemoryError("tree max-sum workspace")
+    belief = dwork
+    msg = belief + P * L
+    g = msg + L
+    tmp = g + L
+    dbuf = tmp + L
+    z = dbuf + L
+    h = z + m + 1
+    bestpair = iwork
+    bestpos = bestpair + P * L
+    argy = bestpos + P * L
+    argx = argy + L
+    v = vwork
+
+    for p in range(P):                          # unaries (+ loss augmentation)
+        wu = w[p]
+        for k in range(L):
+            belief[p * L + k] = wu * ex.unary[p * L + k]
+        if truth != NULL:
+            for y in range(H):
+                for x in range(W):
+                    dx = x - truth[2 * p]
+                    dy = y - truth[2 * p + 1]
+                    belief[p * L + y * W + x] += _part_loss(dx * dx + dy * dy, radius2,
+                                                            kind) / P
+    for i in range(P - 1, 0, -1):               # leaves to root
+        c = tr.order[i]
+        par = tr.parent[c]
+        a1 = tr.arc_up[c]                       # c -> parent, source c
+        a2 = a1 + 1                             # parent -> c, source parent
+        wt1 = w[_off_types(tr) + a1]
+        wt2 = w[_off_types(tr) + a2]
+        for k in range(L):
+            msg[k] = -INFINITY
+        for t1 in range(T):
+            pair1 = ex.pairwise + (a1 * T + t1) * L
+            for k in range(L):
+                g[k] = belief[c * L + k] + wt1 * pair1[k]
+            for t2 in range(T):
+                pair2 = ex.pairwise + (a2 * T + t2) * L
+                _pair_coefficients(w_deform + 4 * (a1 * T + t1), ex.offsets + 2 * (a1 * T + t1),
+                                   w_deform + 4 * (a2 * T + t2), ex.offsets + 2 * (a2 * T + t2),
+                                   0, &ax, &bx, &cx)
+                _pair_coefficients(w_deform + 4 * (a1 * T + t1), ex.offsets + 2 * (a1 * T + t1),
+                                   w_deform + 4 * (a2 * T + t2), ex.offsets + 2 * (a2 * T + t2),
+                                   1, &ay, &by, &cy)
+                _dt2d(g, H, W, ax, bx, ay, by, tmp, argy, dbuf, argx, v, z, h)
+                for k in range(L):
+                    val = dbuf[k] + wt2 * pair2[k] - cx - cy
+                    if val > msg[k]:
+                        msg[k] = val
+                        bestpair[c * L + k] = <int32_t> (t1 * T + t2)
+                        xs = argx[k]
+                        bestpos[c * L + k] = <int32_t> (argy[(k // W) * W + xs] * W + xs)
+        for k in range(L):
+            belief[par * L + k] += msg[k]
+
+    c = tr.order[0]                             # the root
+    pos = 0
+    for k in range(1, L):
+        if belief[c * L + k] > belief[c * L + pos]:
+            pos = k
+    out[2 * c] = <int32_t> (pos % W)
+    out[2 * c + 1] = <int32_t> (pos // W)
+    for i in range(1, P):                       # root to leaves
+        c = tr.order[i]
+        par = tr.parent[c]
+        k = out[2 * par + 1] * W + out[2 * par]
+        pos = bestpos[c * L + k]
+        out[2 * c] = <int32_t> (pos % W)
+        out[2 * c + 1] = <int32_t> (pos // W)
+        out[2 * P + tr.arc_up[c]] = <int32_t> (bestpair[c * L + k] // T)
+        out[2 * P + tr.arc_up[c] + 1] = <int32_t> (bestpair[c * L + k] % T)
+    free(dwork)
+    free(iwork)
+    free(vwork)
+    return 0
+
+
+cdef class _PoseData:
+    """Packed inputs of n examples (shared by the oracle and decoding)."""
+    cdef _Tree tree
+    cdef readonly int32_t[::1] parents, order, arc_up
+    cdef readonly intp_t[:, ::1] shapes
+    cdef readonly intp_t[::1] unary_ptr, pair_ptr
+    cdef readonly float64_t[::1] unary, pairwise
+    cdef readonly float64_t[:, :, :, ::1] offsets
+
+    def __init__(self, parents, intp_t n_types, shapes, unary, unary_ptr, pairwise,
+                 pair_ptr, offsets):
+        self.parents, self.order, self.arc_up = tree_arrays(parents)
+        self.tree.P = self.parents.shape[0]
+        self.tree.A = 2 * (self.tree.P - 1)
+        self.tree.T = n_types
+        self.tree.parent = &self.parents[0]
+        self.tree.order = &self.order[0]
+        self.tree.arc_up = &self.arc_up[0]
+        self.shapes = shapes
+        self.unary = unary
+        self.unary_ptr = unary_ptr
+        self.pairwise = pairwise if len(pairwise) else np.zeros(1)
+        self.pair_ptr = pair_ptr
+        self.offsets = offsets if offsets.size else np.zeros((offsets.shape[0], 1, 1, 2))
+
+    cdef inline _Example example(self, intp_t i) noexcept nogil:
+        cdef _Example ex
+        ex.H = self.shapes[i, 0]
+        ex.W = self.shapes[i, 1]
+        ex.L = ex.H * ex.W
+        ex.unary = &self.unary[self.unary_ptr[i]]
+        ex.pairwise = &self.pairwise[self.pair_ptr[i]]
+        ex.offsets = &self.offsets[i, 0, 0, 0]
+        return ex
+
+    def __reduce__(self):
+        return (_PoseData, (np.asarray(self.parents), self.tree.T, np.asarray(self.shapes),
+                            np.asarray(self.unary), np.asarray(self.unary_ptr),
+                            np.asarray(self.pairwise), np.asarray(self.pair_ptr),
+                            np.asarray(self.offsets)))
+
+
+@cython.final
+cdef class PoseOracle(MaxOracle):
+    """Loss-augmented tree max-sum with distance transforms for n examples.
+
+    Built by ``PoseModel.bind``: the packed inputs (``_PoseData``), the ground
+    truth labellings (n, 2 P + A), the loss radius^2 per example and the loss
+    kind.  ``solve`` raises ``ValueError`` if a quadratic deformation weight is
+    negative.
+    """
+    cdef readonly _PoseData data
+    cdef readonly int32_t[:, ::1] truth
+    cdef readonly float64_t[::1] radius2
+    cdef readonly int loss_kind
+
+    def __init__(self, _PoseData data, truth, radius2, str loss="truncated"):
+        if loss not in LOSS_KINDS:
+            raise ValueError(f"unknown loss {loss!r}; use one of {sorted(LOSS_KINDS)}")
+        self.data = data
+        self.truth = truth
+        self.radius2 = radius2
+        self.loss_kind = LOSS_KINDS[loss]
+        self.n_blocks = self.truth.shape[0]
+        self.n_features = pose_size(data.tree.P, data.tree.T)
+        self.max_labels = 2 * data.tree.P + data.tree.A
+        self.max_psi_nnz = 2 * (data.tree.P + 5 * data.tree.A)
+        self.dense_psi = False
+        self.needs_gil = False
+
+    def __reduce__(self):
+        loss = {v: k for k, v in LOSS_KINDS.items()}[self.loss_kind]
+        return (PoseOracle, (self.data, np.asarray(self.truth), np.asarray(self.radius2),
+                             loss))
+
+    cdef int _fill(self, intp_t i, const _Example* ex, const int32_t* y,
+                   const float64_t* w, Corner* out) except -1 nogil:
+        cdef const _Tree* tr = &self.data.tree
+        cdef const int32_t* z = &self.truth[i, 0]
+        cdef intp_t k, nnz_z, nnz
+        cdef float64_t dot_z = 0.0, dot_y = 0.0
+        nnz_z = _write_phi(tr, ex, z, 1.0, out.psi_idx, out.psi_val)
+        nnz = nnz_z + _write_phi(tr, ex, y, -1.0, out.psi_idx + nnz_z, out.psi_val + nnz_z)
+        out.psi_nnz = nnz
+        for k in range(nnz_z):              # two sums: H(y_i) is exactly 0
+            dot_z += w[out.psi_idx[k]] * out.psi_val[k]
+        for k in range(nnz_z, nnz):
+            dot_y += w[out.psi_idx[k]] * out.psi_val[k]
+        out.n_labels = 2 * tr.P + tr.A
+        out.loss = _loss(tr, z, y, self.radius2[i], self.loss_kind)
+        out.score = out.loss - (dot_z + dot_y)
+        return 0
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef const _Tree* tr = &self.data.tree
+        cdef _Example ex = self.data.example(i)
+        _check_quadratics(tr, w)
+        _maxsum(tr, &ex, w, &self.truth[i, 0], self.radius2[i], self.loss_kind, out.labels)
+        return self._fill(i, &ex, out.labels, w, out)
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        cdef const _Tree* tr = &self.data.tree
+        cdef _Example ex = self.data.example(i)
+        cdef intp_t k
+        _check_labelling(tr, &ex, labels, n_labels)
+        for k in range(n_labels):
+            out.labels[k] = labels[k]
+        return self._fill(i, &ex, labels, w, out)
+
+
+def decode(_PoseData data, w):
+    """argmax_y <w, phi(x, y)> for every packed example: int32 array (n, 2 P + A)."""
+    cdef const _Tree* tr = &data.tree
+    cdef intp_t n = data.shapes.shape[0], i
+    cdef float64_t[::1] wv = check_weights(w, pose_size(tr.P, tr.T))
+    out = np.zeros((n, 2 * tr.P + tr.A), dtype=np.int32)
+    cdef int32_t[:, ::1] o = out
+    cdef _Example ex
+    _check_quadratics(tr, &wv[0])
+    with nogil:
+        for i in range(n):
+            ex = data.example(i)
+            _maxsum(tr, &ex, &wv[0], NULL, 1.0, LOSS_TRUNCATED, &o[i, 0])
+    return out
+
+
+def check_deformation_weights(_PoseData data, w):
+    """Raise ``ValueError`` if a quadratic deformation weight of ``w`` is negative."""
+    cdef float64_t[::1] wv = check_weights(w, pose_size(data.tree.P, data.tree.T))
+    _check_quadratics(&data.tree, &wv[0])
