@@ -420,8 +420,8 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
     labelings : sequence or callable, optional
         Candidate labellings per block (case 2 above).
     ground_truth : sequence of labellings, optional
-        y_i per block, checked to have psi = 0, loss = 0, score = 0 (``Y`` is
-        used when this is omitted).
+        y_i per block (scalars count as length-1 labellings), checked to have
+        psi = 0, loss = 0, score = 0 (``Y`` is used when this is omitted).
     nu : float in (0, 1]
         Required accuracy of ``solve`` (1 for an exact oracle; less for an
         approximate one, which then must score >= nu * max).
@@ -499,7 +499,7 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
                 raise AssertionError(f"{where}: solve returned {labels} with score {score} < 0, "
                                      "but the ground truth scores 0")
             if ground_truth is not None:
-                g_psi, g_loss, g_score = mo.evaluate_py(i, ground_truth[i], w)
+                g_psi, g_loss, g_score = mo.evaluate_py(i, np.atleast_1d(ground_truth[i]), w)
                 what = f"{where}, ground truth {np.asarray(ground_truth[i])}"
                 _close(g_psi, np.zeros_like(g_psi), tol, f"{what}: psi")
                 _close(g_loss, 0.0, tol, f"{what}: loss")

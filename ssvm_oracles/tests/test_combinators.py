@@ -1,0 +1,279 @@
+"""Oracle combinators: exactness against brute force, counting, the approximation guarantee."""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssvm_core import BruteForceOracle, PythonOracle, solve
+from ssvm_core.testing import (
+    EnumeratedProblem,
+    check_oracle,
+    enumerate_problem,
+    random_chain_data,
+    random_multiclass_data,
+    scaled_examples,
+)
+from ssvm_data.synthetic import matching
+from ssvm_oracles import (
+    ApproximateOracle,
+    ChainModel,
+    CountingOracle,
+    DispatchOracle,
+    EnumerationModel,
+    MatchingModel,
+    MulticlassModel,
+    ProductOracle,
+)
+
+
+class _Part:
+    """A bound tiny problem: Cython oracle, Python brute force, enumeration, truths."""
+
+    def __init__(self, model, X, Y):
+        self.model, self.X, self.Y = model, X, Y
+        self.oracle = model.bind(X, Y)
+        self.brute = BruteForceOracle(model, X, Y)
+        self.enum = enumerate_problem(self.brute)
+
+
+def _part(kind: str, n: int, rng, d_matching: int = 2) -> _Part:
+    if kind == "chain":
+        X, Y = random_chain_data(rng, n, 3, 2, 1)
+        return _Part(ChainModel(2, 1), X, Y)
+    if kind == "multiclass":
+        X, Y = random_multiclass_data(rng, n, 2, 3)
+        return _Part(MulticlassModel(3, 2), X, Y)
+    X, Y = matching(n, length=(1, 3), n_features=max(d_matching, 3), band=1.0,
+                    random_state=rng)
+    if d_matching < 3:                 # keep the first features only
+        X = [(a, b, e, f[:, :d_matching]) for a, b, e, f in X]
+    return _Part(MatchingModel(), X, Y)
+
+
+def _weights(rng, d):
+    return [rng.normal(size=d) * s for s in (0.1, 1.0, 4.0)]
+
+
+def _product_problem(parts: list[_Part]) -> tuple[EnumeratedProblem, list]:
+    """Enumerate the product directly: every tuple of the parts' candidates."""
+    psi, loss, cands = [], [], []
+    for i in range(parts[0].enum.n_blocks):
+        rows = list(itertools.product(*(range(len(p.enum.candidates[i])) for p in parts)))
+        psi.append(np.array([np.concatenate([p.enum.psi[i][k] for p, k in zip(parts, r)])
+                             for r in rows]))
+        loss.append(np.array([sum(p.enum.loss[i][k] for p, k in zip(parts, r)) for r in rows]))
+        cands.append([_join([p.enum.candidates[i][k] for p, k in zip(parts, r)]) for r in rows])
+    truths = [_join([np.atleast_1d(p.Y[i]) for p in parts]) for i in range(len(parts[0].Y))]
+    return EnumeratedProblem(psi, loss, cands), truths
+
+
+def _join(labellings) -> np.ndarray:
+    return np.concatenate([[len(y) for y in labellings], *labellings]).astype(np.int32)
+
+
+@st.composite
+def product_parts(draw):
+    kinds = draw(st.lists(st.sampled_from(["chain", "multiclass", "matching"]),
+                          min_size=1, max_size=3))
+    n = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    python = draw(st.lists(st.booleans(), min_size=len(kinds), max_size=len(kinds)))
+    return [_part(k, n, rng) for k in kinds], python, rng
+
+
+@settings(max_examples=scaled_examples(40))
+@given(product_parts())
+def test_product_equals_brute_force_on_the_product(data):
+    parts, python, rng = data
+    oracles = [p.brute if py else p.oracle for p, py in zip(parts, python)]
+    product = ProductOracle(oracles)
+    assert product.needs_gil == any(python)
+    assert product.dense_psi == all(p.oracle.dense_psi and not py
+                                    for p, py in zip(parts, python))
+    problem, truths = _product_problem(parts)
+    check_oracle(product, problem, _weights(rng, product.n_features), ground_truth=truths,
+                 atol=1e-10, check_labels=False)
+
+
+@st.composite
+def dispatch_parts(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    chain_a, chain_b = _part("chain", 2, rng), _part("chain", 3, rng)
+    d = chain_a.oracle.n_features
+    parts = [chain_a, chain_b, _part("matching", 2, rng, d_matching=d)]
+    n = draw(st.integers(1, 6))
+    blocks = [(c, int(rng.integers(parts[c].oracle.n_blocks)))
+              for c in rng.integers(len(parts), size=n)]
+    return parts, blocks, draw(st.booleans()), rng
+
+
+@settings(max_examples=scaled_examples(40))
+@given(dispatch_parts())
+def test_dispatch_equals_the_chosen_oracle(data):
+    parts, blocks, python_first, rng = data
+    oracles = [p.oracle for p in parts]
+    if python_first:
+        oracles[0] = parts[0].brute
+    dispatch = DispatchOracle(oracles, blocks)
+    assert dispatch.needs_gil == python_first and not dispatch.dense_psi
+    for w in _weights(rng, dispatch.n_features):
+        for i, (c, b) in enumerate(blocks):
+            got = dispatch.solve_py(i, w)
+            want = PythonOracle(parts[c].brute).solve_py(b, w) if (python_first and c == 0) \
+                else parts[c].oracle.solve_py(b, w)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_allclose(got[1], want[1], atol=1e-12)
+            assert got[2:] == pytest.approx(want[2:], abs=1e-12)
+    problem = EnumeratedProblem([parts[c].enum.psi[b] for c, b in blocks],
+                                [parts[c].enum.loss[b] for c, b in blocks],
+                                [parts[c].enum.candidates[b] for c, b in blocks])
+    truths = [np.atleast_1d(parts[c].Y[b]) for c, b in blocks]
+    check_oracle(dispatch, problem, _weights(rng, dispatch.n_features), ground_truth=truths,
+                 check_labels=False)
+
+
+def test_dispatch_default_blocks_concatenate_the_parts():
+    rng = np.random.default_rng(0)
+    a, b = _part("chain", 2, rng), _part("chain", 3, rng)
+    dispatch = DispatchOracle([a.oracle, b.oracle])
+    np.testing.assert_array_equal(dispatch.blocks, [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]])
+    assert dispatch.dense_psi is False and dispatch.needs_gil is False
+
+
+def test_counting_counts_and_is_transparent_in_the_solver():
+    rng = np.random.default_rng(1)
+    part = _part("chain", 4, rng)
+    counting = CountingOracle(part.oracle, timing=True)
+    plain = solve(part.oracle, 0.1, max_passes=5, gap_check_every=2, random_state=3)
+    counted = solve(counting, 0.1, max_passes=5, gap_check_every=2, random_state=3)
+    np.testing.assert_array_equal(plain.w, counted.w)
+    assert counting.n_solve == counted.history[-1]["oracle_calls"]
+    assert counting.solve_calls.sum() == counting.n_solve and counting.n_evaluate == 0
+    assert np.all(counting.solve_seconds >= 0) and not np.any(counting.evaluate_seconds)
+    counting.reset()
+    w = rng.normal(size=part.oracle.n_features)
+    counting.solve_py(2, w)
+    counting.solve_py(2, w)
+    counting.evaluate_py(1, part.Y[1], w)
+    np.testing.assert_array_equal(counting.solve_calls, [0, 0, 2, 0])
+    np.testing.assert_array_equal(counting.evaluate_calls, [0, 1, 0, 0])
+    untimed = CountingOracle(part.brute)
+    assert untimed.needs_gil and not untimed.timing
+    untimed.solve_py(0, w)
+    assert untimed.n_solve == 1 and not np.any(untimed.solve_seconds)
+
+
+@st.composite
+def approximate_setting(draw):
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    part = _part(draw(st.sampled_from(["chain", "multiclass", "matching"])), 2, rng)
+    nu = draw(st.sampled_from([1.0, 0.9, 0.5, 0.1]))
+    return part, nu, draw(st.integers(1, 3)), rng
+
+
+@settings(max_examples=scaled_examples(40))
+@given(approximate_setting())
+def test_approximate_oracle_meets_its_guarantee(data):
+    part, nu, memory, rng = data
+    approx = ApproximateOracle(part.oracle, nu, memory=memory)
+    for t in range(12):
+        w = rng.normal(size=approx.n_features) * rng.choice([0.1, 1.0, 3.0])
+        for i in range(approx.n_blocks):
+            labels, psi, loss, score = approx.solve_py(i, w)
+            H = part.enum.scores(i, w)
+            k = part.enum.index(i, labels)
+            assert score >= nu * H.max() - 1e-10
+            assert score == pytest.approx(H[k], abs=1e-10)
+            np.testing.assert_allclose(psi, part.enum.psi[i][k], atol=1e-12)
+            if nu == 1.0:
+                assert score == pytest.approx(H.max(), abs=1e-10)
+    if nu == 1.0:
+        assert not approx.approximate_answers.any()
+    check_oracle(approx, part.enum, _weights(rng, approx.n_features), nu=nu,
+                 deterministic=False, check_labels=False, Y=part.Y)
+
+
+def test_approximate_oracle_does_return_worse_answers():
+    rng = np.random.default_rng(5)
+    part = _part("multiclass", 3, rng)
+    approx = ApproximateOracle(part.oracle, 0.5, memory=2)
+    worse = 0
+    for _ in range(30):
+        w = rng.normal(size=approx.n_features)
+        for i in range(3):
+            score = approx.solve_py(i, w)[3]
+            worse += score < part.enum.scores(i, w).max() - 1e-12
+    assert worse == approx.approximate_answers.sum() > 0
+
+
+def test_python_and_cython_parts_give_the_same_solver_result():
+    rng = np.random.default_rng(2)
+    parts = [_part("chain", 3, rng), _part("multiclass", 3, rng)]
+    fast = ProductOracle([p.oracle for p in parts])
+    slow = ProductOracle([p.brute for p in parts])
+    assert not fast.needs_gil and slow.needs_gil
+    a = solve(fast, 0.05, max_passes=8, gap_check_every=4, random_state=0)
+    b = solve(slow, 0.05, max_passes=8, gap_check_every=4, random_state=0)
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-9, atol=1e-12)
+    assert a.gap == pytest.approx(b.gap, rel=1e-8, abs=1e-12)
+
+
+def test_pickle_round_trips():
+    rng = np.random.default_rng(3)
+    a, b = _part("chain", 2, rng), _part("multiclass", 2, rng)
+    w = rng.normal(size=a.oracle.n_features + b.oracle.n_features)
+    for oracle in (CountingOracle(a.oracle, timing=True), ApproximateOracle(a.oracle, 0.5, 2),
+                   ProductOracle([a.oracle, b.brute]), DispatchOracle([a.oracle, a.brute])):
+        clone = pickle.loads(pickle.dumps(oracle))
+        v = w[:oracle.n_features]
+        np.testing.assert_array_equal(clone.solve_py(1, v)[1], oracle.solve_py(1, v)[1])
+
+
+def test_bad_combinations_raise_clear_errors():
+    rng = np.random.default_rng(4)
+    a, b = _part("chain", 2, rng), _part("chain", 3, rng)
+    m = _part("multiclass", 2, rng)
+    with pytest.raises(ValueError, match="equal n_blocks"):
+        ProductOracle([a.oracle, b.oracle])
+    with pytest.raises(ValueError, match="non-empty sequence"):
+        ProductOracle([])
+    with pytest.raises(ValueError, match="equal n_features"):
+        DispatchOracle([a.oracle, m.oracle])
+    with pytest.raises(ValueError, match="names no block"):
+        DispatchOracle([a.oracle, b.oracle], [(0, 2)])
+    with pytest.raises(ValueError, match=r"nu must be in \(0, 1\]"):
+        ApproximateOracle(a.oracle, 0.0)
+    product = ProductOracle([a.oracle, m.oracle])
+    w = np.zeros(product.n_features)
+    with pytest.raises(ValueError, match="part lengths"):
+        product.evaluate_py(0, [len(a.Y[0]), 1, *a.Y[0]], w)
+    with pytest.raises(ValueError, match="starts with the 2 part lengths"):
+        product.evaluate_py(0, [1], w)
+
+
+def test_enumeration_model():
+    def phi(x, y):
+        out = np.zeros(4)
+        out[2 * y[0] + y[1]] = x
+        return out
+
+    cands = [[a, b] for a in range(2) for b in range(2)]
+    model = EnumerationModel(phi, 4, cands, loss=lambda t, p: float(np.sum(t != p)))
+    X, Y = [1.0, -2.0, 0.5], [[0, 1], [1, 1], [0, 0]]
+    oracle = model.bind(X, Y)
+    check_oracle(oracle, weights=_weights(np.random.default_rng(0), 4), Y=Y)
+    w = np.array([0.0, 3.0, -1.0, 2.0])
+    assert [list(p) for p in model.predict(X, w)] == [[0, 1], [1, 0], [0, 1]]
+    assert model.loss([0, 1], [1, 1]) == 1.0
+    per_input = EnumerationModel(phi, 4, lambda x: cands[:2])
+    assert per_input.loss([0, 1], [0, 1]) == 0.0 and per_input.loss([0, 1], [0, 0]) == 1.0
+    with pytest.raises(ValueError, match="not one of the candidate"):
+        per_input.bind([1.0], [[1, 1]])
+    with pytest.raises(ValueError, match="expected \\(4,\\)"):
+        EnumerationModel(lambda x, y: np.zeros(3), 4, cands).bind([1.0], [[0, 0]])
