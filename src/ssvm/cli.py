@@ -15,7 +15,7 @@ from tqdm import tqdm
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState
 from ssvm_data.conll import CHUNK_TAGS
-from ssvm_oracles import ChainModel, MatchingModel, MulticlassModel
+from ssvm_oracles import ChainModel, GraphCutModel, MatchingModel, MulticlassModel
 
 DEFAULT_DATASET = "default"
 
@@ -31,6 +31,8 @@ def _model_for(dataset: str, Y, Y_test):
         return ChainModel(n_states=len(CHUNK_TAGS))
     if dataset == "synthetic-matching":
         return MatchingModel()        # asymmetric Hamming loss, costs 1 and 3 (000 App. F)
+    if dataset == "synthetic-horseseg":
+        return GraphCutModel()        # exact min-cut oracle, needs w_P >= 0 (001 App. I.3)
     n_states = int(max(max(y.max() for y in Y), max(y.max() for y in Y_test))) + 1
     return ChainModel(n_states=max(n_states, 2))
 
@@ -70,7 +72,9 @@ def _train(args: argparse.Namespace) -> int:
                          max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
                          time_budget=args.time_budget, gap_check_every=args.gap_check_every,
                          random_state=args.seed, callback=progress, n_jobs=args.n_jobs,
-                         warm_start=args.resume is not None)
+                         warm_start=args.resume is not None,
+                         # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
+                         box="model" if hasattr(model, "weight_bounds") else None)
     if args.resume is not None:
         svm.state_ = SolverState.load(args.resume)
     start = time.perf_counter()
