@@ -185,7 +185,7 @@ def test_approximate_oracle_meets_its_guarantee(data):
     for t in range(12):
         w = rng.normal(size=approx.n_features) * rng.choice([0.1, 1.0, 3.0])
         for i in range(approx.n_blocks):
-            labels, psi, loss, score = approx.solve_py(i, w)
+            labels, psi, _loss, score = approx.solve_py(i, w)
             H = part.enum.scores(i, w)
             k = part.enum.index(i, labels)
             assert score >= nu * H.max() - 1e-10

@@ -495,9 +495,7 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
             if problem is not None:
                 _check_against_enumeration(mo, problem, i, w, labels, psi, loss, score,
                                            nu, check_labels, atol, where)
-            if score < -tol:
-                raise AssertionError(f"{where}: solve returned {labels} with score {score} < 0, "
-                                     "but the ground truth scores 0")
+                _check_nonnegative(score, tol, labels, where)
             if ground_truth is not None:
                 g_psi, g_loss, g_score = mo.evaluate_py(i, np.atleast_1d(ground_truth[i]), w)
                 what = f"{where}, ground truth {np.asarray(ground_truth[i])}"
@@ -525,6 +523,14 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
                     raise AssertionError(f"{what}: scores {r_score}, more than solve's "
                                          f"{score} {'' if nu == 1 else f'/ nu = {nu} '}"
                                          f"(solve returned {labels}): solve is not a max")
+            _check_nonnegative(score, _tol(atol, w, psi, loss), labels,
+                               f"block {i}, weights #{t}")
+
+
+def _check_nonnegative(score, tol, labels, where):
+    if score < -tol:
+        raise AssertionError(f"{where}: solve returned {labels} with score {score} < 0, "
+                             "but the ground truth scores 0")
 
 
 def _check_against_enumeration(mo, problem, i, w, labels, psi, loss, score, nu, check_labels,

@@ -71,7 +71,7 @@ def matching(
     >>> features.shape[1], Y[0].shape == (n_s,), bool(Y[0].max() < n_t)
     (6, True, True)
     """
-    from ssvm_data.synthetic import _check_int, _check_length   # synthetic imports this module
+    from ssvm_data.synthetic import _check_int, _check_length  # synthetic imports this module
 
     n = _check_int(n, "n", minimum=1)
     low, high = _check_length(length)
