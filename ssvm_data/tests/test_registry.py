@@ -10,7 +10,7 @@ import ssvm_data
 from ssvm_data import _io
 
 NAMES = ["ocr-small", "ocr-large", "conll", "conll-small", "synthetic-ocr", "synthetic-chain",
-         "synthetic-multiclass", "synthetic-horseseg", "synthetic-matching"]
+         "synthetic-multiclass", "synthetic-horseseg", "synthetic-matching", "synthetic-lsp"]
 REAL_HOME = os.environ.get("SSVM_DATA_HOME")
 
 

@@ -6,12 +6,14 @@ from ssvm_data import synthetic
 from ssvm_data._io import data_home
 from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
+from ssvm_data.lsp import load_lsp_joints
 from ssvm_data.ocr import load_ocr
 from ssvm_data.registry import available_datasets, load_dataset
 from ssvm_data.synthetic import (
     chain,
     conll_like,
     horseseg_like,
+    lsp_like,
     matching,
     multiclass,
     ocr_like,
@@ -31,7 +33,9 @@ __all__ = [
     "load_conll2000",
     "load_dataset",
     "load_horseseg",
+    "load_lsp_joints",
     "load_ocr",
+    "lsp_like",
     "matching",
     "multiclass",
     "ocr_like",

@@ -110,3 +110,25 @@ def download_gzip(url: str, fname: str, md5: str) -> Path:
                          f"MD5 of the decompressed data is {actual}, expected {md5}; "
                          f"the file was deleted")
     return path
+
+
+def read_mat(path: Path, names: Sequence[str]) -> dict:
+    """Read variables `names` of a MATLAB v5/v7 file with ``scipy.io.loadmat``.
+
+    Raises
+    ------
+    ValueError
+        If the file is a MATLAB v7.3 (HDF5) file, which scipy cannot read, or is
+        not a readable MATLAB file; the message names the file. Missing variables
+        are simply absent from the result.
+    """
+    import scipy.io
+
+    try:
+        return scipy.io.loadmat(path, variable_names=list(names))
+    except NotImplementedError as err:  # scipy's answer to MATLAB v7.3 (HDF5) files
+        raise ValueError(f"{path} is a MATLAB v7.3 (HDF5) file, which scipy.io.loadmat cannot "
+                         "read; re-save it in MATLAB with save(..., '-v7')") from err
+    except (scipy.io.matlab.MatReadError, ValueError, TypeError, OSError, EOFError,
+            zlib.error) as err:
+        raise ValueError(f"{path} is not a readable MATLAB file: {err}") from err

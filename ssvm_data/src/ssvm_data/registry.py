@@ -82,6 +82,10 @@ _DATASETS = {
         "sentences of 10-30 words, 82 edge features, planted weights), 200 train and "
         "100 test pairs",
         _synthetic_split(synthetic.matching, 200, 100)),
+    "synthetic-lsp": _Dataset(
+        "synthetic", "LSP-like poses of the 26-node tree (synthetic.lsp_like: 13 types per "
+        "arc, score maps on a 16 x 16 grid), 20 train and 10 test poses",
+        _synthetic_split(synthetic.lsp_like, 20, 10)),
 }
 
 
@@ -107,7 +111,7 @@ def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]
     >>> [d["name"] for d in available_datasets()]  # doctest: +NORMALIZE_WHITESPACE
     ['ocr-small', 'ocr-large', 'conll', 'conll-small', 'synthetic-ocr',
      'synthetic-chain', 'synthetic-multiclass', 'synthetic-horseseg',
-     'synthetic-matching']
+     'synthetic-matching', 'synthetic-lsp']
     """
     out = []
     for name, dataset in _DATASETS.items():

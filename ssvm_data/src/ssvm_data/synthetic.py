@@ -15,8 +15,10 @@ import numpy as np
 from ssvm_data.horseseg import horseseg_like
 from ssvm_data.synthetic_conll import conll_like
 from ssvm_data.synthetic_matching import matching
+from ssvm_data.synthetic_pose import lsp_like
 
-__all__ = ["chain", "conll_like", "horseseg_like", "matching", "multiclass", "ocr_like"]
+__all__ = ["chain", "conll_like", "horseseg_like", "lsp_like", "matching", "multiclass",
+           "ocr_like"]
 
 RandomState = int | np.random.Generator | None
 
