@@ -10,12 +10,10 @@ format of ``ssvm_oracles.GraphCutModel``.
 from __future__ import annotations
 
 import os
-import zlib
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import scipy.io
 import scipy.spatial
 
 from ssvm_data import _io
@@ -133,15 +131,7 @@ def find_horseseg_file(size: str = "small", *, path: str | os.PathLike | None = 
 
 def _read_mat(file: Path):
     names = [f"{kind}_{split}" for split in _SPLITS for kind in ("patterns", "labels")]
-    try:
-        contents = scipy.io.loadmat(file, variable_names=names, squeeze_me=False,
-                                    struct_as_record=True)
-    except NotImplementedError as err:  # scipy's answer to MATLAB v7.3 (HDF5) files
-        raise ValueError(f"{file} is a MATLAB v7.3 (HDF5) file, which scipy.io.loadmat cannot "
-                         "read; re-save it in MATLAB with save(..., '-v7')") from err
-    except (scipy.io.matlab.MatReadError, ValueError, TypeError, OSError, EOFError,
-            zlib.error) as err:
-        raise ValueError(f"{file} is not a readable MATLAB file: {err}") from err
+    contents = _io.read_mat(file, names)
     out = []
     for split in _SPLITS:
         patterns = _cells(contents, f"patterns_{split}", file)

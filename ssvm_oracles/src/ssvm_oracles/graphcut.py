@@ -118,7 +118,7 @@ def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
             "constraint of GraphCutModel.weight_bounds() (001 App. H)")
 
 
-def _min_cut(unary_cost: np.ndarray, image: _Image, capacity: np.ndarray) -> np.ndarray:
+def _min_cut(unary_cost: np.ndarray, capacity: np.ndarray, image: _Image) -> np.ndarray:
     """argmin_y sum_p y_p unary_cost[p] + sum_e capacity[e] [y_head != y_tail].
 
     ``unary_cost[p]`` is the cost of label 1 minus the cost of label 0 and
@@ -229,7 +229,7 @@ class GraphCutModel(StructuredModel):
         w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
         _check_pairwise_weights(w_pairwise)
         # max <w, phi>: label 1 costs -2 <w_U, x_p> more than label 0.
-        return [_min_cut(-2.0 * (im.unary @ w_unary), im, im.pairwise @ w_pairwise)
+        return [_min_cut(-2.0 * (im.unary @ w_unary), im.pairwise @ w_pairwise, im)
                 for im in images]
 
     def joint_feature(self, x, y) -> np.ndarray:
@@ -280,15 +280,22 @@ class GraphCutOracle:
 
     def solve(self, i: int, w: np.ndarray):
         """argmax_y L_i(y) + <w, phi(x_i, y)> by one min-cut: ``(labels, psi, loss)``."""
-        image, y_true, omega = self.images[i], self.labels[i], self._omega[i]
-        w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
-        _check_pairwise_weights(w_pairwise)
-        # Minimise -(L + <w, phi>): label 1 costs -2 u_p - omega_p [y_true = 0] and
-        # label 0 costs -omega_p [y_true = 1] (shifted by the constant sum_p u_p).
-        unary_cost = -2.0 * (image.unary @ w_unary) + omega * (2 * y_true - 1)
-        labels = _min_cut(unary_cost, image, image.pairwise @ w_pairwise)
+        labels = _min_cut(*self.potentials(i, w), image=self.images[i])
         psi, loss = self._psi_loss(i, labels)
         return labels, psi, loss
+
+    def potentials(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unary costs (label 1 minus label 0) and edge capacities of block i's min-cut.
+
+        Minimising -(L_i(y) + <w, phi(x_i, y)>): label 1 costs -u_p - omega_p
+        [y_i,p = 0] and label 0 costs u_p - omega_p [y_i,p = 1], with u_p =
+        <w_U, x_p>; a cut edge costs <w_P, x_pq> >= 0.
+        """
+        image, y_true = self.images[i], self.labels[i]
+        w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
+        _check_pairwise_weights(w_pairwise)
+        unary_cost = -2.0 * (image.unary @ w_unary) + self._omega[i] * (2 * y_true - 1)
+        return unary_cost, image.pairwise @ w_pairwise
 
     def evaluate(self, i: int, labels: np.ndarray, w: np.ndarray):
         """psi_i(y) and L_i(y) of a given labelling: ``(psi, loss)``."""
@@ -301,6 +308,7 @@ class GraphCutOracle:
         return self._psi_loss(i, labels.astype(np.int32))
 
     def _psi_loss(self, i: int, labels: np.ndarray):
+        """psi_i(y) and L_i(y) of a checked 0/1 labelling."""
         image, y_true = self.images[i], self.labels[i]
         diff = y_true - labels
         wrong = np.flatnonzero(diff)
