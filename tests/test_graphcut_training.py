@@ -1,6 +1,8 @@
 """Graph cuts end to end: BCFW with the w_P >= 0 box on HorseSeg-like data, and the CLI."""
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -41,3 +43,18 @@ def test_cli_trains_synthetic_horseseg_within_the_box(tmp_path, capsys):
     # Learning happened: better than labelling every superpixel with one class (score 0.5).
     assert report["summary"]["test_score"] > 0.7
     assert "GraphCutModel" in capsys.readouterr().out
+
+
+def test_bench_graphcut_script_runs(tmp_path, capsys):
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "bench_graphcut.py"
+    spec = importlib.util.spec_from_file_location("bench_graphcut_smoke", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "graphcut.json"
+    report = script.main(["--images", "3", "--nodes", "20", "--unary", "30", "--pairwise", "5",
+                          "--passes", "2", "--repeat", "2", "--json", str(out)])
+    assert capsys.readouterr().out.startswith("$ bench_graphcut.py --images 3")
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    for name in ("w_zero", "w_trained"):
+        assert report["oracle_call_s"][name] > 0
+        assert set(report["parts_s"][name]) == {"unary_potentials", "min_cut", "psi_and_loss"}
