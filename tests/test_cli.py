@@ -52,3 +52,24 @@ def test_bad_arguments_are_reported(tmp_path, capsys):
     assert "lam must be a finite positive number" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train", "--dataset", "no-such-dataset"])
+
+
+@pytest.mark.shared_data
+def test_train_on_conll_small(tmp_path):
+    """CoNLL-2000 end to end: sparse token attributes, per-block supports, 23 tags."""
+    import os
+    from pathlib import Path
+
+    home = os.environ.get("SSVM_DATA_HOME")
+    if not (home and Path(home, "conll2000").is_dir()):
+        pytest.skip("set SSVM_DATA_HOME to a folder holding conll2000/ to run this test")
+    out = tmp_path / "conll"
+    assert main(["train", "--dataset", "conll-small", "--max-passes", "2", "--gap-check-every",
+                 "1", "--data-home", home, "--out", str(out), "--quiet"]) == 0
+    report = json.loads((out / "history.json").read_text())
+    n_attributes, K = 70083, 23           # attributes of the first 1,000 training sentences
+    assert np.load(out / "model.npz")["w"].shape == (n_attributes * K + K * K + 3 * K,)
+    state = SolverState.load(out / "state.npz")
+    assert not state.dense_blocks and state.block_values.size < 0.05 * 1000 * state.n_features
+    gaps = [r["gap_avg"] for r in report["history"] if r["gap_avg"] is not None]
+    assert len(gaps) == 3 and gaps[0] == pytest.approx(1.0) and gaps[-1] < gaps[0]
