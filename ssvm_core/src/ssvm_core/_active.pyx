@@ -97,11 +97,40 @@ cdef void _move(const BlockAtoms* blk, float64_t* vi, const int32_t* support, in
         _atom_clear(blk, k2, s)
 
 
+cdef void _normalise(BlockAtoms* blk) noexcept nogil:
+    """Rescale alpha_i to sum to one (it drifts by rounding only)."""
+    cdef float64_t total = 0.0
+    cdef intp_t k
+    for k in range(blk.n):
+        total += blk.alpha[k]
+    for k in range(blk.n):
+        blk.alpha[k] /= total
+
+
+cdef float64_t _rebuild_block(const BlockAtoms* blk, float64_t* vi, const int32_t* support,
+                              intp_t m, float64_t scale, float64_t* s, Primal* p,
+                              float64_t avg_coef) noexcept nogil:
+    """Set v_i = scale sum_k alpha_k psi_k from the atoms (v, w, the average follow).
+
+    Returns sum_k alpha_k L_k, i.e. n ell_i.
+    """
+    cdef intp_t k
+    cdef float64_t loss = 0.0
+    for k in range(blk.n):
+        if blk.alpha[k] != 0.0:
+            _atom_scatter(blk, k, scale * blk.alpha[k], s)
+            loss += blk.alpha[k] * blk.loss[k]
+    _affine_move(vi, support, m, -1.0, s, 1.0, p, avg_coef)
+    for k in range(blk.n):
+        _atom_clear(blk, k, s)
+    return loss
+
+
 cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                        float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
                        Counts* cnt, Corner* c) except -1 nogil:
-    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind
+    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind, n_active
     cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
     cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
@@ -155,8 +184,10 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         sum_aH = 0.0
         h_away = INFINITY
         ka = -1
+        n_active = 0
         for k in range(blk.n):
             if blk.alpha[k] > 0.0:
+                n_active += 1
                 sum_aH += blk.alpha[k] * blk.score[k]
                 if blk.score[k] < h_away:
                     h_away, ka = blk.score[k], k
@@ -174,8 +205,10 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             _tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
 
         # Choose the step.
-        # An away step needs alpha_a < 1 (else it is the only active atom).
-        gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka]) if blk.alpha[ka] < 1.0 else 0.0
+        # An away step needs another active atom to take the mass of atom a.
+        gmax_away = 0.0
+        if n_active > 1 and blk.alpha[ka] < 1.0:
+            gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka])
         kind = STEP_FW
         if opt.step == STEP_AWAY and g_away > g_fw and gmax_away > 0.0:
             kind = STEP_AWAY
@@ -212,15 +245,18 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             blk.alpha[ks] += gam
             cnt.fw += 1
         elif kind == STEP_AWAY:
+            # alpha <- (1 + gam) alpha - gam e_a, renormalised; v_i and ell_i are
+            # then rebuilt from the atoms: the factor 1 + gam is large when
+            # alpha_a is near 1, and updating v_i by it would cancel badly.
             gam = gam_away
-            _move(blk, vi, sup, m, gam, ka, -gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
-            ell_step = gam * (b.ell[i] - ell_a)
-            for k in range(blk.n):
-                blk.alpha[k] *= 1.0 + gam
-            blk.alpha[ka] -= gam
             if gam == gmax_away and gam > 0.0:
                 blk.alpha[ka] = 0.0
                 cnt.drop += 1
+            else:
+                blk.alpha[ka] = max(blk.alpha[ka] - gam / (1.0 + gam), 0.0)
+            _normalise(blk)
+            ell_step = _rebuild_block(blk, vi, sup, m, scale, s, p, 0.5 * (j - 1) * j) / n \
+                - b.ell[i]
             cnt.away += 1
         else:
             gam = gam_pw
@@ -234,6 +270,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                 blk.alpha[ka] -= gam
             blk.alpha[ks] += gam
             cnt.pairwise += 1
+        _normalise(blk)                       # no drift of sum alpha from 1
         b.ell[i] += ell_step
         ell[0] += ell_step
         ell_avg[0] = ((j - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (j + 1.0)
