@@ -1,0 +1,131 @@
+#!/usr/bin/env python
+"""Speed and memory of BCFW on CoNLL-2000 chunking (sparse chain, per-block supports).
+
+Prints, and with ``--json`` writes:
+
+- load and bind seconds, the dimensions (n, attributes, states, d) and the
+  per-block storage of the solver state (entries of the block supports, MB);
+- seconds per BCFW pass (``bcfw_pass``, uniform sampling, line search): the
+  first pass of a fresh state (it page-faults in the block vectors) and the
+  median of the later passes;
+- microseconds per oracle call (a serial score pass at w = 0 and at the
+  trained w, divided by n);
+- the exact duality gap of the averaged iterate after the last pass;
+- the peak resident set size of the process.
+
+Usage (from the repository root)::
+
+    SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_conll.py
+    python benchmarks/scripts/bench_conll.py --synthetic 8936   # conll_like, no data needed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+
+import numpy as np
+from bench_ocr import machine_info, oracle_seconds, run_passes
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--split", choices=("full", "small"), default="full",
+                        help="training sentences: full = 8,936, small = the first 1,000")
+    parser.add_argument("--min-count", type=int, default=1,
+                        help="keep attributes active on at least this many training tokens")
+    parser.add_argument("--lam", type=float, default=0.01, help="regularisation lambda")
+    parser.add_argument("--passes", type=int, default=3, help="BCFW passes")
+    parser.add_argument("--repeat", type=int, default=3, help="score passes per oracle timing")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the block sampling")
+    parser.add_argument("--synthetic", type=int, metavar="N", default=None,
+                        help="use N conll_like sentences instead of the real data")
+    parser.add_argument("--data-home", default=None,
+                        help="folder holding conll2000/ (default: $SSVM_DATA_HOME)")
+    parser.add_argument("--json", metavar="PATH", default=None, help="write the numbers here")
+    args = parser.parse_args(argv)
+    if args.passes < 1 or args.repeat < 1 or args.min_count < 1 or not args.lam > 0:
+        parser.error("--passes, --repeat, --min-count and --lam must be positive")
+    return args
+
+
+def load_data(args):
+    import ssvm_data
+
+    if args.synthetic is not None:
+        X, Y = ssvm_data.conll_like(args.synthetic, min_count=args.min_count, random_state=0)
+        return X, Y, f"conll_like({args.synthetic}, min_count={args.min_count}, random_state=0)"
+    home = args.data_home or os.environ.get("SSVM_DATA_HOME")
+    X, Y, _, _ = ssvm_data.load_conll2000(args.split, data_home=home, download=False,
+                                          min_count=args.min_count)
+    return X, Y, (f"load_conll2000({args.split!r}, min_count={args.min_count}) "
+                  f"from {home or 'the default locations'}")
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KiB on Linux
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    from ssvm_core import SolverState
+    from ssvm_data.conll import CHUNK_TAGS
+    from ssvm_oracles import ChainModel
+
+    machine = machine_info()
+    print(f"machine: nproc={machine['nproc']}, CPU: {machine['cpu_model']}")
+    start = time.perf_counter()
+    X, Y, source = load_data(args)
+    load_s = time.perf_counter() - start
+    start = time.perf_counter()
+    oracle = ChainModel(n_states=len(CHUNK_TAGS)).bind(X, Y)
+    bind_s = time.perf_counter() - start
+    n, d, n_attributes = oracle.n_blocks, oracle.n_features, X[0].shape[1]
+    start = time.perf_counter()
+    state = SolverState.for_oracle(oracle, args.lam)
+    state_s = time.perf_counter() - start
+    entries = int(state.block_values.size)
+    block_mb = (state.block_values.nbytes + state.block_support.nbytes) / 2 ** 20
+    del state
+    print(f"data: {source}: n={n} sentences, {sum(len(y) for y in Y)} tokens, "
+          f"{n_attributes} attributes, {len(CHUNK_TAGS)} states, d={d}")
+    print(f"load {load_s:.2f} s, bind {bind_s:.2f} s, state {state_s:.2f} s; sparse blocks "
+          f"{oracle.sparse_blocks}: {entries} entries ({entries / n:.0f} per block, "
+          f"{block_mb:.0f} MB; dense blocks would need {n * d * 8 / 2 ** 30:.1f} GB)")
+
+    times, gaps, w = run_passes(oracle, args, args.seed, gap_at=(args.passes,))
+    steady = statistics.median(times[1:]) if len(times) > 1 else float("nan")
+    zero_s = oracle_seconds(oracle, np.zeros(d), args.repeat)
+    trained_s = oracle_seconds(oracle, w, args.repeat)
+    gap = gaps[args.passes]
+    print(f"BCFW pass: first {times[0]:.2f} s, later passes median {steady:.2f} s "
+          f"(lam={args.lam:g}, {args.passes} passes)")
+    print(f"oracle call: {zero_s * 1e6:.1f} us at w = 0, {trained_s * 1e6:.1f} us at the "
+          f"trained w")
+    print(f"duality gap after {args.passes} passes: averaged {gap['averaged']:.5g}, "
+          f"plain {gap['plain']:.5g}")
+    rss = peak_rss_mb()
+    print(f"peak RSS {rss:.0f} MB")
+    report = {
+        "data": {"source": source, "n": n, "n_attributes": n_attributes, "d": d,
+                 "load_s": load_s, "bind_s": bind_s, "state_s": state_s,
+                 "block_entries": entries, "block_mb": block_mb},
+        "settings": {"lam": args.lam, "passes": args.passes, "seed": args.seed},
+        "pass_s": times, "oracle_call_s": {"w_zero": zero_s, "w_trained": trained_s},
+        "gap": gap, "peak_rss_mb": rss, "machine": machine,
+    }
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+        print(f"wrote {args.json}")
+    return report
+
+
+if __name__ == "__main__":
+    main()
