@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,13 +17,18 @@ from ssvm_oracles import GraphCutModel, GraphCutOracle, NonSubmodularError
 from ssvm_oracles.graphcut import balanced_weights
 
 
-def random_graph(rng, n_nodes: int, n_unary: int, n_pairwise: int, density: float):
-    """A random undirected graph on n_nodes with Gaussian unary and uniform pairwise features."""
+def random_graph(rng, n_nodes: int, n_unary: int, n_pairwise: int, density: float,
+                 unary_density: float = 1.0):
+    """A random undirected graph on n_nodes with Gaussian unary and uniform pairwise features.
+
+    With ``unary_density < 1`` the unary features are sparse (stored in CSR form by the
+    model when at most 20% are nonzero).
+    """
     pairs = np.array(list(itertools.combinations(range(n_nodes), 2)), dtype=np.int64)
     pairs = pairs.reshape(-1, 2)[rng.random(len(pairs)) < density]
     flip = rng.random(len(pairs)) < 0.5                      # endpoint order must not matter
     pairs[flip] = pairs[flip, ::-1]
-    unary = rng.normal(size=(n_nodes, n_unary))
+    unary = rng.normal(size=(n_nodes, n_unary)) * (rng.random((n_nodes, n_unary)) < unary_density)
     pairwise = rng.random((len(pairs), n_pairwise)) * (rng.random((len(pairs), n_pairwise)) < 0.8)
     return unary, pairs, pairwise
 
@@ -34,11 +40,15 @@ def graph_data(draw):
     n_unary = draw(st.integers(1, 4))
     n_pairwise = draw(st.integers(1, 3))
     density = draw(st.sampled_from([0.0, 0.3, 0.6, 1.0]))
+    unary_density = draw(st.sampled_from([1.0, 0.15]))
+    as_sparse = draw(st.booleans())
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     X, Y = [], []
     for _ in range(n_images):
         n_nodes = draw(st.integers(1, 8))
-        X.append(random_graph(rng, n_nodes, n_unary, n_pairwise, density))
+        unary, edges, pairwise = random_graph(rng, n_nodes, n_unary, n_pairwise, density,
+                                              unary_density)
+        X.append((sp.csr_array(unary) if as_sparse else unary, edges, pairwise))
         Y.append(rng.integers(0, 2, size=n_nodes))
     return X, Y, n_unary, n_pairwise, rng
 
@@ -59,6 +69,7 @@ def reference_scores(x, y_true, w, n_unary):
     <w_U, x_p> - sum_{pq} <w_P, x_pq> [y_p != y_q]; class-balanced Hamming loss.
     """
     unary, edges, pairwise = x
+    unary = unary.toarray() if sp.issparse(unary) else unary
     n = len(y_true)
 
     def score(y):
@@ -266,3 +277,26 @@ def test_graph_without_edges_decodes_node_by_node():
     np.testing.assert_array_equal(labels, [1, 0, 1])
     assert loss == pytest.approx(0.25)
     np.testing.assert_allclose(psi, [-1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("unary_density, as_sparse, stored_sparse", [
+    (1.0, False, False), (1.0, True, False), (0.1, False, True), (0.1, True, True)])
+def test_sparse_and_dense_storage_give_the_same_answers(unary_density, as_sparse,
+                                                        stored_sparse):
+    rng = np.random.default_rng(4)
+    graphs = [random_graph(rng, 30, 50, 4, 0.2, unary_density) for _ in range(3)]
+    Y = [rng.integers(0, 2, size=30) for _ in graphs]
+    X = [(sp.csr_array(u) if as_sparse else u, e, p) for u, e, p in graphs]
+    oracle = GraphCutModel().bind(X, Y)
+    assert all((im.unary_t is not None) == stored_sparse for im in oracle.images)
+    assert all(sp.issparse(im.unary) == stored_sparse for im in oracle.images)
+    # The reference: plain dense products, no storage decisions.
+    for w in feasible_weights(rng, 50, 4):
+        for i, ((unary, edges, pairwise), y) in enumerate(zip(graphs, Y)):
+            labels, psi, loss = oracle.solve(i, w)
+            cut = labels[edges[:, 0]] != labels[edges[:, 1]]
+            true_cut = y[edges[:, 0]] != y[edges[:, 1]]
+            expected = np.concatenate([2.0 * (y - labels) @ unary,
+                                       (cut.astype(float) - true_cut) @ pairwise])
+            np.testing.assert_allclose(psi, expected, rtol=1e-12, atol=1e-12)
+            assert loss == pytest.approx(GraphCutModel().loss(y, labels))

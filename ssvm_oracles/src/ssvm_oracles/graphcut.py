@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
@@ -35,10 +36,16 @@ def _maxflow():
     return maxflow
 
 
+#: Unary features at most this dense are stored in CSR form (with their transpose): the
+#: products with w_U and with the label difference then cost O(nnz).
+SPARSE_DENSITY = 0.2
+
+
 class _Image(NamedTuple):
     """One validated example: features as float64, edges as two index vectors."""
 
-    unary: np.ndarray  # (n_nodes, n_unary), C-contiguous
+    unary: np.ndarray | sp.csr_array  # (n_nodes, n_unary), C-contiguous or CSR
+    unary_t: sp.csr_array | None  # (n_unary, n_nodes) CSR when unary is sparse
     head: np.ndarray  # (n_edges,) intp, first endpoint
     tail: np.ndarray  # (n_edges,) intp, second endpoint
     pairwise: np.ndarray  # (n_edges, n_pairwise), C-contiguous, >= 0
@@ -48,7 +55,8 @@ def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None) -> _Ima
     if not isinstance(x, (tuple, list)) or len(x) != 3:
         raise ValueError(f"X[{i}] must be a (unary, edges, pairwise) triple, "
                          f"got {type(x).__name__}")
-    unary = np.asarray(x[0], dtype=np.float64)
+    unary = sp.csr_array(x[0], dtype=np.float64) if sp.issparse(x[0]) else np.asarray(
+        x[0], dtype=np.float64)
     edges = np.asarray(x[1])
     pairwise = np.asarray(x[2], dtype=np.float64)
     if unary.ndim != 2 or unary.shape[0] < 1:
@@ -74,13 +82,30 @@ def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None) -> _Ima
     if n_pairwise is not None and pairwise.shape[1] != n_pairwise:
         raise ValueError(f"X[{i}] has {pairwise.shape[1]} pairwise features, "
                          f"expected {n_pairwise}")
-    if not (np.all(np.isfinite(unary)) and np.all(np.isfinite(pairwise))):
+    values = unary.data if sp.issparse(unary) else unary
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(pairwise))):
         raise ValueError(f"X[{i}] has NaN or infinite features")
     if pairwise.size and pairwise.min() < 0:
         raise ValueError(f"X[{i}] has negative pairwise features; they must be >= 0 so that "
                          "nonnegative pairwise weights give a submodular problem")
-    return _Image(np.ascontiguousarray(unary), edges[:, 0].astype(np.intp),
-                  edges[:, 1].astype(np.intp), np.ascontiguousarray(pairwise))
+    nnz = unary.count_nonzero() if sp.issparse(unary) else np.count_nonzero(unary)
+    if nnz <= SPARSE_DENSITY * unary.shape[0] * unary.shape[1]:
+        unary = sp.csr_array(unary)
+        unary.eliminate_zeros()
+        unary_t = sp.csr_array(unary.T)
+    else:
+        unary = np.ascontiguousarray(unary.toarray() if sp.issparse(unary) else unary)
+        unary_t = None
+    return _Image(unary, unary_t, edges[:, 0].astype(np.intp), edges[:, 1].astype(np.intp),
+                  np.ascontiguousarray(pairwise))
+
+
+def _unary_sum(image: _Image, coef: np.ndarray) -> np.ndarray:
+    """sum_p coef[p] x_p^U (skipping nodes with a zero coefficient when dense)."""
+    if image.unary_t is not None:
+        return image.unary_t @ coef
+    nodes = np.flatnonzero(coef)
+    return coef[nodes] @ image.unary[nodes]
 
 
 def _check_labels(y, i: int, n_nodes: int) -> np.ndarray:
@@ -236,7 +261,7 @@ class GraphCutModel(StructuredModel):
         image = self._check_X([x])[0]
         y = _check_labels(y, 0, image.unary.shape[0])
         cut = (y[image.head] != y[image.tail]).astype(np.float64)
-        return np.concatenate([(2.0 * y - 1.0) @ image.unary, -(cut @ image.pairwise)])
+        return np.concatenate([_unary_sum(image, 2.0 * y - 1.0), -(cut @ image.pairwise)])
 
     def loss(self, y_true, y_pred) -> float:
         y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
@@ -246,7 +271,7 @@ class GraphCutModel(StructuredModel):
         return float(balanced_weights(y_true) @ (y_true != y_pred))
 
     def enumerate_labelings(self, x):
-        n_nodes = np.asarray(x[0]).shape[0]
+        n_nodes = x[0].shape[0] if sp.issparse(x[0]) else np.asarray(x[0]).shape[0]
         for labels in itertools.product((0, 1), repeat=n_nodes):
             yield np.array(labels, dtype=np.int32)
 
@@ -310,10 +335,9 @@ class GraphCutOracle:
     def _psi_loss(self, i: int, labels: np.ndarray):
         """psi_i(y) and L_i(y) of a checked 0/1 labelling."""
         image, y_true = self.images[i], self.labels[i]
-        diff = y_true - labels
-        wrong = np.flatnonzero(diff)
+        diff = 2.0 * (y_true - labels)
         psi = np.empty(self.n_features)
-        psi[:self.n_unary] = (2.0 * diff[wrong]) @ image.unary[wrong]
+        psi[:self.n_unary] = _unary_sum(image, diff)
         cut = labels[image.head] != labels[image.tail]
         psi[self.n_unary:] = (cut - self._true_cut[i]) @ image.pairwise
-        return psi, float(self._omega[i][wrong].sum())
+        return psi, float(self._omega[i] @ (y_true != labels))
