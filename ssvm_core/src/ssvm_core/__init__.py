@@ -8,6 +8,7 @@ from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
 from ssvm_core.solvers import FrankWolfeSSVM, SolveResult, solve
 from ssvm_core.state import SolverState
+from ssvm_core.subgradient import SubgradientSSVM, subgradient_solve
 
 __version__ = _version("ssvm-core")
 
@@ -19,6 +20,7 @@ __all__ = [
     "SolveResult",
     "SolverState",
     "StructuredModel",
+    "SubgradientSSVM",
     "__version__",
     "as_oracle",
     "dual_objective",
@@ -26,4 +28,5 @@ __all__ = [
     "labelling_key",
     "primal_objective",
     "solve",
+    "subgradient_solve",
 ]
