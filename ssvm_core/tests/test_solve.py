@@ -56,7 +56,7 @@ def assert_history_consistent(history, n_blocks, averaging, rtol=1e-12):
     """Identities every history must satisfy (see ``solve``'s notes)."""
     keys = {"pass", "effective_passes", "oracle_calls", "n_steps", "time", "dual",
             "gap_estimate", "primal", "gap", "replaced_answers", "fw_steps", "away_steps",
-            "pairwise_steps", "drop_steps", "cache_hits_local", "cache_hits_global"}
+            "pairwise_steps", "corrective_steps", "drop_steps", "cache_hits_local", "cache_hits_global"}
     if averaging:
         keys |= {"primal_avg", "dual_avg", "gap_avg"}
     prev = None

@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from libc.math cimport INFINITY, isnan
+from libc.math cimport INFINITY, fabs, isnan
+from libc.stdlib cimport free, malloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
@@ -29,13 +30,14 @@ from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_grou
 from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
 from ssvm_core._sampling cimport _tree_set
 
-STEPS = ("fw", "away", "pairwise", "hybrid")
+STEPS = ("fw", "away", "pairwise", "hybrid", "corrective")
 
 cdef enum:
     STEP_FW = 0
     STEP_AWAY = 1
     STEP_PAIRWISE = 2
     STEP_HYBRID = 3
+    STEP_CORRECTIVE = 4
 
 
 cdef struct Options:
@@ -50,7 +52,8 @@ cdef struct Options:
 
 
 cdef struct Counts:
-    intp_t steps, replaced, oracle_calls, fw, away, pairwise, drop, hits_local, hits_global
+    intp_t steps, replaced, oracle_calls, fw, away, pairwise, corrective, drop
+    intp_t hits_local, hits_global
 
 
 cdef inline float64_t _line_step(float64_t slope, float64_t curvature,
@@ -124,6 +127,100 @@ cdef float64_t _rebuild_block(const BlockAtoms* blk, float64_t* vi, const int32_
     for k in range(blk.n):
         _atom_clear(blk, k, s)
     return loss
+
+
+cdef void _project_simplex(float64_t* x, intp_t K, float64_t* work) noexcept nogil:
+    """Euclidean projection of x (length K) onto the probability simplex, in place.
+
+    Sort-based (003 eq. 26): with u = x sorted decreasingly and
+    tau = (sum_{l<=rho} u_l - 1) / rho for the largest rho with
+    u_rho > (sum_{l<=rho} u_l - 1) / rho, x <- max(x - tau, 0).  ``work``
+    holds K doubles.
+    """
+    cdef intp_t j, l
+    cdef float64_t u, csum = 0.0, tau = 0.0
+    for j in range(K):                       # insertion sort, decreasing (K is small)
+        u = x[j]
+        l = j
+        while l > 0 and work[l - 1] < u:
+            work[l] = work[l - 1]
+            l -= 1
+        work[l] = u
+    for j in range(K):
+        csum += work[j]
+        if work[j] - (csum - 1.0) / (j + 1) > 0.0:
+            tau = (csum - 1.0) / (j + 1)
+    for j in range(K):
+        x[j] = x[j] - tau if x[j] > tau else 0.0
+
+
+cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, intp_t n,
+                              float64_t* s) except -1 nogil:
+    """Fully-corrective block step over the block's atoms; returns the atoms dropped.
+
+    alpha_i <- argmax over the simplex of g^T d - lam scale^2 / 2 d^T G d with
+    d = alpha - alpha_old, g_k = H_k(w) / n (``blk.score``) and G the Gram
+    matrix of the atoms' psi.  Without a box this is the block dual exactly
+    (the block QP over the active set, 003 eq. 25); with one it bounds the
+    dual's change from below (clip is 1-Lipschitz), so the step never
+    decreases the dual.  Projected gradient with the Gershgorin bound of the
+    curvature, until the subproblem's FW gap is at rounding level (at most
+    1000 iterations).
+    """
+    cdef intp_t K = blk.n, k, l, q, it, dropped = 0
+    cdef float64_t curv = lam * scale * scale, L = 0.0, row, gap, top, dot, gmax = 0.0
+    cdef float64_t* mem = <float64_t*> malloc((K * K + 5 * K) * sizeof(float64_t))
+    if mem == NULL:
+        with gil:
+            raise MemoryError()
+    cdef float64_t* G = mem
+    cdef float64_t* a0 = mem + K * K
+    cdef float64_t* x = a0 + K
+    cdef float64_t* grad = x + K
+    cdef float64_t* g = grad + K
+    cdef float64_t* work = g + K
+    for l in range(K):
+        _atom_scatter(blk, l, 1.0, s)
+        for k in range(l, K):
+            dot = 0.0
+            for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
+                dot += blk.psi_val[q] * s[blk.psi_idx[q]]
+            G[k * K + l] = dot
+            G[l * K + k] = dot
+        _atom_clear(blk, l, s)
+    for k in range(K):
+        a0[k] = blk.alpha[k]
+        x[k] = blk.alpha[k]
+        g[k] = blk.score[k] / n
+        gmax = max(gmax, fabs(g[k]))
+        row = 0.0
+        for l in range(K):
+            row += fabs(G[k * K + l])
+        L = max(L, curv * row)
+    if L <= 0.0:
+        L = 1e-300
+    for it in range(1000):
+        top = -INFINITY
+        gap = 0.0
+        for k in range(K):
+            row = 0.0
+            for l in range(K):
+                row += G[k * K + l] * (x[l] - a0[l])
+            grad[k] = g[k] - curv * row
+            top = max(top, grad[k])
+            gap -= x[k] * grad[k]
+        gap += top
+        if gap <= 1e-14 * (gmax + 1e-300):
+            break
+        for k in range(K):
+            x[k] += grad[k] / L
+        _project_simplex(x, K, work)
+    for k in range(K):
+        if a0[k] > 0.0 and x[k] == 0.0:
+            dropped += 1
+        blk.alpha[k] = x[k]
+    free(mem)
+    return dropped
 
 
 cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
@@ -209,7 +306,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         gmax_away = 0.0
         if n_active > 1 and blk.alpha[ka] < 1.0:
             gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka])
-        kind = STEP_FW
+        kind = STEP_CORRECTIVE if opt.step == STEP_CORRECTIVE else STEP_FW
         if opt.step == STEP_AWAY and g_away > g_fw and gmax_away > 0.0:
             kind = STEP_AWAY
         elif opt.step == STEP_PAIRWISE:
@@ -236,7 +333,13 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         # Take it: v_i, ell_i, alpha_i and the averages move together.
         ell_s = blk.loss[ks] / n
         ell_a = blk.loss[ka] / n
-        if kind == STEP_FW:
+        if kind == STEP_CORRECTIVE:
+            cnt.drop += _corrective_alpha(blk, lam, scale, n, s)
+            _normalise(blk)
+            ell_step = _rebuild_block(blk, vi, sup, m, scale, s, p, 0.5 * (j - 1) * j) / n \
+                - b.ell[i]
+            cnt.corrective += 1
+        elif kind == STEP_FW:
             gam = gam_fw if opt.line_search else 2.0 * n / (cnt.steps + 2.0 * n)
             _move(blk, vi, sup, m, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
             ell_step = gam * (ell_s - b.ell[i])
@@ -342,6 +445,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     opt.global_gap = 0.0 if math.isnan(state.last_exact_gap) else state.last_exact_gap
     cnt.steps = state.n_steps
     cnt.replaced = cnt.oracle_calls = cnt.fw = cnt.away = cnt.pairwise = cnt.drop = 0
+    cnt.corrective = 0
     cnt.hits_local = cnt.hits_global = 0
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
         return 0
@@ -362,6 +466,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
         state.fw_steps += cnt.fw
         state.away_steps += cnt.away
         state.pairwise_steps += cnt.pairwise
+        state.corrective_steps += cnt.corrective
         state.drop_steps += cnt.drop
         state.cache_hits_local += cnt.hits_local
         state.cache_hits_global += cnt.hits_global

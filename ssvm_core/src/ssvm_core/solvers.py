@@ -80,10 +80,14 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         proportional to their last gap estimate, never-visited blocks first
         in random order; the gap checks refresh every estimate.  Ignored by
         batch FW.
-    step : {"fw", "away", "pairwise", "hybrid"}
+    step : {"fw", "away", "pairwise", "hybrid", "corrective"}
         Block step: Frank-Wolfe (BCFW), away or FW by the larger gap (BCAFW,
-        001 Alg. 4), pairwise (BCPFW, 001 Alg. 3), or whichever of the three
-        improves the dual most.  All but "fw" keep explicit active sets.
+        001 Alg. 4), pairwise (BCPFW, 001 Alg. 3), whichever of the three
+        improves the dual most, or the multi-sample fully-corrective step:
+        the exact block QP over all the block's stored labellings (the
+        oracle's answer, the active set and, with ``cache``, the cached
+        ones; 003 eq. 25-26, by projected gradient on the simplex).  All but
+        "fw" keep explicit active sets.
     cache : bool
         Caching of oracle answers (001 Alg. 5): a block's best stored
         labelling is used instead of calling the oracle when its gap is
@@ -136,8 +140,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     ``oracle_calls``, ``n_steps``, ``time`` (s), ``replaced_answers`` (answers
     of an inexact oracle scoring below the ground truth, replaced by it and
     counted, with a warning), the cumulative step counts ``fw_steps``,
-    ``away_steps``, ``pairwise_steps`` and ``drop_steps`` (drop steps are
-    also counted in their kind) and cache hits ``cache_hits_local`` /
+    ``away_steps``, ``pairwise_steps``, ``corrective_steps`` and
+    ``drop_steps`` (atoms zeroed by a step) and cache hits ``cache_hits_local`` /
     ``cache_hits_global`` (by the larger threshold of the rule), ``dual``,
     ``gap_estimate``
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
@@ -260,7 +264,8 @@ class _Run:
                "oracle_calls": st.oracle_calls, "n_steps": st.n_steps, "time": st.elapsed,
                "replaced_answers": st.replaced_answers,
                "fw_steps": st.fw_steps, "away_steps": st.away_steps,
-               "pairwise_steps": st.pairwise_steps, "drop_steps": st.drop_steps,
+               "pairwise_steps": st.pairwise_steps, "corrective_steps": st.corrective_steps,
+               "drop_steps": st.drop_steps,
                "cache_hits_local": st.cache_hits_local,
                "cache_hits_global": st.cache_hits_global,
                "dual": dual_objective(st),

@@ -18,7 +18,8 @@ _ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_suppo
 _SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
             "last_exact_gap")
 _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
-             "fw_steps", "away_steps", "pairwise_steps", "drop_steps", "cache_hits_local",
+             "fw_steps", "away_steps", "pairwise_steps", "corrective_steps", "drop_steps",
+             "cache_hits_local",
              "cache_hits_global")
 
 
@@ -79,9 +80,10 @@ class SolverState:
     replaced_answers : int
         Oracle answers that scored below the ground truth (an inexact oracle)
         and were replaced by the ground-truth corner in a step.
-    fw_steps, away_steps, pairwise_steps, drop_steps : int
-        Block steps by kind (a drop step is an away or pairwise step that
-        zeroes an atom's alpha; it is also counted in its kind).
+    fw_steps, away_steps, pairwise_steps, corrective_steps, drop_steps : int
+        Block steps by kind; ``drop_steps`` counts atoms whose alpha an away,
+        pairwise or corrective step set to zero (the step is also counted in
+        its kind).
     cache_hits_local, cache_hits_global : int
         Steps that used a cached corner instead of the oracle, by which
         threshold of 001 Alg. 5 was the larger one.
@@ -120,6 +122,7 @@ class SolverState:
         self.elapsed = 0.0
         self.replaced_answers = 0
         self.fw_steps = self.away_steps = self.pairwise_steps = self.drop_steps = 0
+        self.corrective_steps = 0
         self.cache_hits_local = self.cache_hits_global = 0
         self.rng_state: dict[str, Any] | None = None
 
