@@ -234,6 +234,12 @@ def test_lsp_like_plants_the_offsets_and_the_types():
     assert 0.4 < hits / (30 * 26) < 0.95
 
 
+def test_lsp_like_loss_scale_is_never_zero():
+    _, Y = synthetic.lsp_like(200, grid=(4, 4), n_types=2, random_state=0)
+    a, b = lsp.SCALE_PARTS
+    assert all(np.any(y[2 * a:2 * a + 2] != y[2 * b:2 * b + 2]) for y in Y)
+
+
 @pytest.mark.parametrize("kwargs, error", [
     ({"n": 0}, ValueError), ({"grid": (3, 16)}, ValueError), ({"grid": 16}, ValueError),
     ({"n_types": 0}, ValueError), ({"n": 1.5}, TypeError),

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from ssvm_data.lsp import POSE_TREE_PARENTS, pose_tree_nodes
+from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS, pose_tree_nodes
 
 RandomState = int | np.random.Generator | None
 
@@ -40,6 +40,8 @@ def lsp_like(
     neck near the top centre, then for each edge (root to leaves) a type (peaked
     at the unrotated one, the same for both arcs) and the child at the parent
     plus the displacement plus Gaussian noise, rounded and clipped to the grid.
+    Poses where the left shoulder and the right hip (:data:`ssvm_data.lsp.SCALE_PARTS`,
+    whose distance scales the loss) share a cell are drawn again.
 
     The unary map of a node is a Gaussian bump at its position plus two weaker
     false bumps and Gaussian noise; the type map of an arc is a bump at its
@@ -87,6 +89,8 @@ def lsp_like(
     X, Y = [], []
     for _ in range(n):
         positions, types = _sample_pose(rng, parents, children, offsets, H, W)
+        while np.array_equal(*positions[list(SCALE_PARTS)]):   # the loss scale must be > 0
+            positions, types = _sample_pose(rng, parents, children, offsets, H, W)
         X.append((_unary_maps(rng, positions, H, W),
                   _type_maps(rng, parents, children, positions, types, n_types, H, W),
                   offsets))
