@@ -136,7 +136,9 @@ cdef int _max_matching(const float64_t* G, intp_t n_s, intp_t n_t,
                     if cur < minv[j]:
                         minv[j] = cur
                         way[j] = j0
-                    if minv[j] < delta:
+                    # any minimiser is correct; a free column ends the search
+                    # (ties are common: at w = 0 every wrong edge has the same gain)
+                    if minv[j] < delta or (minv[j] == delta and p[j] == 0 and p[j1] != 0):
                         delta = minv[j]
                         j1 = j
             for j in range(c + 1):
