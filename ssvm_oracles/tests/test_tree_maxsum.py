@@ -188,7 +188,21 @@ def test_all_labellings_enumerates_every_labelling_once():
 @given(tiny_poses())
 def test_tree_maxsum_equals_enumeration(case):
     """solve: max of H over all labellings, and psi / loss / H of its own labelling."""
-    model, X, Y, rng = case
+    check_against_enumeration(*case)
+
+
+@pytest.mark.parametrize("parents", TREES[3])
+@pytest.mark.parametrize("kind", ["truncated", "pdj"])
+def test_three_parts_two_types_on_a_3x3_grid(parents, kind):
+    """The full-size toy: 9^3 positions x 2^4 arc types = 11,664 labellings per example."""
+    rng = np.random.default_rng(len(kind) + 10 * parents.index(-1))
+    model = PoseModel(parents, (0, 2), n_types=2, loss=kind)
+    X = [random_input(rng, 3, 2, 3, 3, scale=s) for s in (0.3, 3.0)]
+    Y = [random_truth(rng, 3, 4, 2, 3, 3, (0, 2)) for _ in X]
+    check_against_enumeration(model, X, Y, rng)
+
+
+def check_against_enumeration(model, X, Y, rng):
     oracle = model.bind(X, Y)
     P, A, T = model.n_parts, model.n_arcs, model.n_types
     for i, (x, y) in enumerate(zip(X, Y)):

@@ -183,7 +183,7 @@ class PoseModel(StructuredModel):
             raise ValueError(f"labelling {index} must hold integers, got dtype {y.dtype}")
         positions, types = self.split_labels(y)
         H, W = shape
-        if (positions.min(initial=0) < 0 or positions[:, 0].max() >= W
+        if (positions.min() < 0 or positions[:, 0].max() >= W
                 or positions[:, 1].max() >= H):
             raise ValueError(f"labelling {index} has a part outside the {H} x {W} grid")
         if types.min() < 0 or types.max() >= self.n_types:
