@@ -147,18 +147,20 @@ def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
     assert report["solve_check"]["max_abs_gap_difference"] < 1e-9
 
 
-def test_bench_sampling_script(monkeypatch, tmp_path, capsys):
+def test_bench_variants_script(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
-    out = tmp_path / "sampling.csv"
-    script = _load_script(BENCH_DIR / "scripts" / "bench_sampling.py")
-    assert script.main(["--synthetic", "12", "--passes", "2", "--gap-check-every", "1",
-                        "--seeds", "2", "--csv", str(out)]) == 0
+    out, png = tmp_path / "variants.csv", tmp_path / "variants.png"
+    script = _load_script(BENCH_DIR / "scripts" / "bench_variants.py")
+    assert script.main(["--dataset", "synthetic-ocr", "--n", "12", "--passes", "2",
+                        "--gap-check-every", "1", "--seeds", "2", "--csv", str(out),
+                        "--png", str(png)]) == 0
     assert "gap" in capsys.readouterr().out
     with open(out) as f:
         rows = list(csv.DictReader(f))
-    assert {r["scheme"] for r in rows} == {"uniform", "perm", "gap"}
-    assert len(rows) == 3 * 2 * 3           # schemes x seeds x gap checks (start, 1, 2)
+    assert {r["variant"] for r in rows} == set(script.DEFAULT_VARIANTS)
+    assert len(rows) == 8 * 2 * 3           # variants x seeds x (start, pass 1, pass 2)
     assert all(float(r["gap"]) >= -1e-12 for r in rows)
+    assert png.stat().st_size > 0
 
 
 def test_asv_config():
