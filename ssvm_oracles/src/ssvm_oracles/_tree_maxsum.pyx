@@ -448,13 +448,16 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
                                    w_deform + 4 * (a2 * T + t2), ex.offsets + 2 * (a2 * T + t2),
                                    1, &ay, &by, &cy)
                 _dt2d(g, H, W, ax, bx, ay, by, tmp, argy, dbuf, argx, v, z, h)
-                for k in range(L):
-                    val = dbuf[k] + wt2 * pair2[k] - cx - cy
-                    if val > msg[k]:
-                        msg[k] = val
-                        bestpair[c * L + k] = <int32_t> (t1 * T + t2)
-                        xs = argx[k]
-                        bestpos[c * L + k] = <int32_t> (argy[(k // W) * W + xs] * W + xs)
+                cx += cy
+                for y in range(H):
+                    for x in range(W):
+                        k = y * W + x
+                        val = dbuf[k] + wt2 * pair2[k] - cx
+                        if val > msg[k]:
+                            msg[k] = val
+                            bestpair[c * L + k] = <int32_t> (t1 * T + t2)
+                            xs = argx[k]
+                            bestpos[c * L + k] = <int32_t> (argy[y * W + xs] * W + xs)
         for k in range(L):
             belief[par * L + k] += msg[k]
 
