@@ -235,7 +235,7 @@ def test_lsp_like_plants_the_offsets_and_the_types():
 
 
 def test_lsp_like_loss_scale_is_never_zero():
-    _, Y = synthetic.lsp_like(200, grid=(4, 4), n_types=2, random_state=0)
+    _, Y = synthetic.lsp_like(60, grid=(4, 4), n_types=2, random_state=0)
     a, b = lsp.SCALE_PARTS
     assert all(np.any(y[2 * a:2 * a + 2] != y[2 * b:2 * b + 2]) for y in Y)
 
@@ -247,3 +247,69 @@ def test_lsp_like_loss_scale_is_never_zero():
 def test_lsp_like_rejects_bad_arguments(kwargs, error):
     with pytest.raises(error):
         synthetic.lsp_like(**kwargs)
+
+
+# --- arc types by k-means -------------------------------------------------------------------
+
+
+def assert_kmeans_fixed_point(nodes, offsets, types):
+    """Every centre is the mean of its members; every member is nearest to its centre."""
+    parents = np.array(lsp.POSE_TREE_PARENTS)
+    for k, c in enumerate(np.flatnonzero(parents >= 0)):
+        displacement = nodes[:, c] - nodes[:, parents[c]]
+        for a, data in ((2 * k, displacement), (2 * k + 1, -displacement)):
+            for t in range(offsets.shape[1]):
+                members = data[types[:, a] == t]
+                assert len(members) > 0
+                np.testing.assert_allclose(offsets[a, t], members.mean(axis=0), atol=1e-9)
+            d2 = ((data[:, None] - offsets[a][None]) ** 2).sum(-1)
+            chosen = d2[np.arange(len(data)), types[:, a]]
+            assert np.all(chosen <= d2.min(axis=1) + 1e-9)
+
+
+def test_cluster_arc_types_recovers_planted_clusters():
+    rng = np.random.default_rng(0)
+    template = lsp.pose_tree_nodes(rng.normal(size=(14, 2)) * 10)
+    parents = np.array(lsp.POSE_TREE_PARENTS)
+    shifts = np.array([[0.0, 0.0], [40.0, 0.0], [0.0, 40.0]])
+    planted = rng.integers(0, 3, size=(60, 26))
+    nodes = np.empty((60, 26, 2))
+    order = [12]
+    for p in order:
+        order.extend(int(c) for c in np.flatnonzero(parents == p))
+    for n in range(60):
+        nodes[n, 12] = template[12]
+        for c in order[1:]:
+            nodes[n, c] = (nodes[n, parents[c]] + template[c] - template[parents[c]]
+                           + shifts[planted[n, c]] + rng.normal(scale=0.5, size=2))
+    offsets, types = lsp.cluster_arc_types(nodes, 3, random_state=1)
+    assert offsets.shape == (50, 3, 2) and types.shape == (60, 50) and types.dtype == np.int32
+    assert_kmeans_fixed_point(nodes, offsets, types)
+    for k, c in enumerate(np.flatnonzero(parents >= 0)):
+        for a in (2 * k, 2 * k + 1):               # the same partition, up to renaming
+            pairs = set(zip(planted[:, c].tolist(), types[:, a].tolist()))
+            assert len(pairs) == len(set(planted[:, c].tolist()))
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(REAL_FILE is None or not REAL_FILE.is_file(),
+                    reason="set SSVM_DATA_HOME to a folder holding lsp/joints_original_size.mat")
+def test_cluster_arc_types_on_real_poses():
+    joints, _ = lsp.load_lsp_joints(data_home=REAL_HOME)
+    nodes = lsp.pose_tree_nodes(joints[:300])
+    offsets, types = lsp.cluster_arc_types(nodes, 13)
+    assert offsets.shape == (50, 13, 2) and types.shape == (300, 50)
+    assert_kmeans_fixed_point(nodes, offsets, types)
+
+
+def test_cluster_arc_types_rejects_bad_input():
+    nodes = np.zeros((5, 26, 2))
+    with pytest.raises(ValueError, match="fewer than 2 distinct"):
+        lsp.cluster_arc_types(nodes, 2)
+    with pytest.raises(ValueError, match="shape"):
+        lsp.cluster_arc_types(np.zeros((5, 14, 2)), 2)
+    nodes[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        lsp.cluster_arc_types(nodes, 2)
+    with pytest.raises(ValueError, match="n_types"):
+        lsp.cluster_arc_types(np.zeros((5, 26, 2)), 0)

@@ -148,3 +148,79 @@ def pose_tree_nodes(joints: np.ndarray) -> np.ndarray:
         raise ValueError(f"joints have shape {joints.shape}, expected (..., {len(JOINTS)}, 2)")
     extra = [(1 - f) * joints[..., a, :] + f * joints[..., b, :] for a, b, f in MIDPOINTS]
     return np.concatenate([joints, np.stack(extra, axis=-2)], axis=-2)
+
+
+def cluster_arc_types(nodes: np.ndarray, n_types: int = 13, *,
+                      parents=POSE_TREE_PARENTS,
+                      random_state: int | np.random.Generator | None = 0,
+                      max_iter: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """Types of the tree's arcs by K-means on their displacements (001 App. I.4).
+
+    For the k-th non-root node c, arc 2k is (c -> parent) with displacement
+    ``nodes[:, c] - nodes[:, parent]`` and arc 2k + 1 the reverse; each arc's
+    displacements over the poses are clustered into `n_types` types (k-means++
+    seeding, then Lloyd's iterations until no assignment changes; an empty cluster
+    is re-seeded at the displacement farthest from its centre), as Chen & Yuille
+    (2014) do to obtain the mean relative positions r_pq^t.
+
+    Parameters
+    ----------
+    nodes : array (n, P, 2)
+        Poses, e.g. ``pose_tree_nodes(joints)`` scaled to a grid.
+    n_types : int, default=13
+        Types per arc, at most the number of distinct displacements of every arc.
+    parents : sequence of int
+        The tree, -1 at the root (default :data:`POSE_TREE_PARENTS`).
+    random_state : None, int or numpy.random.Generator, default=0
+        Seed of the k-means++ seeding.
+    max_iter : int
+        Bound on Lloyd's iterations per arc (a RuntimeError names the arc if hit).
+
+    Returns
+    -------
+    offsets : numpy.ndarray
+        float64 (2 (P - 1), n_types, 2): the mean displacement of every arc type,
+        the ``offsets`` input of ``ssvm_oracles.PoseModel``.
+    types : numpy.ndarray
+        int32 (n, 2 (P - 1)): the type of every arc in every pose (the nearest centre).
+    """
+    nodes = np.asarray(nodes, dtype=np.float64)
+    parents = np.asarray(parents)
+    if nodes.ndim != 3 or nodes.shape[1:] != (len(parents), 2):
+        raise ValueError(f"nodes have shape {nodes.shape}, expected (n, {len(parents)}, 2)")
+    if not np.all(np.isfinite(nodes)):
+        raise ValueError("nodes have NaN or infinite coordinates")
+    if int(n_types) != n_types or n_types < 1:
+        raise ValueError(f"n_types must be a positive integer, got {n_types}")
+    rng = np.random.default_rng(random_state)
+    offsets, types = [], []
+    for c in np.flatnonzero(parents >= 0):
+        displacement = nodes[:, c] - nodes[:, parents[c]]
+        for data in (displacement, -displacement):
+            centres, labels = _kmeans(data, int(n_types), rng, max_iter, f"arc {len(offsets)}")
+            offsets.append(centres)
+            types.append(labels)
+    return np.stack(offsets), np.stack(types, axis=1).astype(np.int32)
+
+
+def _kmeans(data: np.ndarray, k: int, rng: np.random.Generator, max_iter: int,
+            where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Lloyd's k-means with k-means++ seeding; centres are the exact means of their members."""
+    if len(np.unique(data, axis=0)) < k:
+        raise ValueError(f"{where}: fewer than {k} distinct displacements to cluster")
+    centres = data[[rng.integers(len(data))]]
+    while len(centres) < k:                                  # k-means++ seeding
+        d2 = np.min(((data[:, None] - centres[None]) ** 2).sum(-1), axis=1)
+        centres = np.vstack([centres, data[rng.choice(len(data), p=d2 / d2.sum())]])
+    labels = None
+    for _ in range(max_iter):
+        new = np.argmin(((data[:, None] - centres[None]) ** 2).sum(-1), axis=1)
+        for j in np.setdiff1d(np.arange(k), new):            # re-seed empty clusters
+            far = np.argmax(((data - centres[new]) ** 2).sum(-1))
+            new[far] = j
+            centres[j] = data[far]
+        if labels is not None and np.array_equal(new, labels):
+            return centres, labels
+        labels = new
+        centres = np.stack([data[labels == j].mean(axis=0) for j in range(k)])
+    raise RuntimeError(f"{where}: k-means did not converge in {max_iter} iterations")
