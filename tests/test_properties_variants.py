@@ -39,7 +39,8 @@ from ssvm_core.testing import (
 )
 
 COMBINATIONS = list(itertools.product(("uniform", "perm", "gap"),
-                                      ("fw", "away", "pairwise", "hybrid", "corrective"),
+                                      ("fw", "away", "pairwise", "hybrid", "corrective",
+                                       "sequential"),
                                       (False, True), (False, True), (False, True)))
 
 
@@ -95,10 +96,10 @@ def test_every_combination_is_certified(toy, box_seed, sampling, step, cache, us
     # Linear convergence is checked without a box: with one, 001 Alg. 8 measures
     # the curvature in v, and once w is clipped its steps can be arbitrarily
     # small (seen for FW, pairwise and corrective steps alike at lam = 1e-3).
-    linear = step != "fw" and not averaging and box is None
+    linear = step not in ("fw", "sequential") and not averaging and box is None
     result = solve(toy.oracle, toy.lam, sampling=sampling, step=step, cache=cache, box=box,
                    averaging=averaging, tol=1e-9 if linear else 0.0,
-                   max_passes=3000 if linear else 60, gap_check_every=7, random_state=3)
+                   max_passes=20000 if linear else 60, gap_check_every=7, random_state=3)
     check_certificates(toy, result, box, p_star)
     if result.state.atoms is not None:
         result.state.check_atoms()
@@ -108,7 +109,8 @@ def test_every_combination_is_certified(toy, box_seed, sampling, step, cache, us
 
 
 @settings(max_examples=scaled_examples(10), deadline=None)
-@given(toy_problems(n_max=3), st.sampled_from(("away", "pairwise", "hybrid", "corrective")),
+@given(toy_problems(n_max=3),
+       st.sampled_from(("away", "pairwise", "hybrid", "corrective", "sequential")),
        st.booleans(), st.booleans())
 def test_invariants_and_dual_ascent_after_every_pass(toy, step, cache, use_box):
     box = random_box(toy.rng, toy.oracle.n_features) if use_box else None

@@ -155,9 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="block-coordinate FW, batch FW, or the SSG baseline")
     train.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="uniform",
                        help="block order of BCFW; gap: proportional to block gaps")
-    train.add_argument("--step", choices=["fw", "away", "pairwise", "hybrid", "corrective"],
-                       default="fw", help="block step: BCFW, BCAFW, BCPFW, best of the three, "
-                       "or the fully-corrective block QP over stored labellings")
+    train.add_argument("--step", default="fw",
+                       choices=["fw", "away", "pairwise", "hybrid", "corrective", "sequential"],
+                       help="block step: BCFW, BCAFW, BCPFW, best of the three, the "
+                       "fully-corrective block QP over stored labellings, or Branson's "
+                       "sequential multi-sample update")
     train.add_argument("--cache", action="store_true",
                        help="cache oracle answers (001 Alg. 5)")
     train.add_argument("--cache-size", type=int, default=50,

@@ -30,7 +30,7 @@ from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_grou
 from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
 from ssvm_core._sampling cimport _tree_set
 
-STEPS = ("fw", "away", "pairwise", "hybrid", "corrective")
+STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
 
 cdef enum:
     STEP_FW = 0
@@ -38,6 +38,7 @@ cdef enum:
     STEP_PAIRWISE = 2
     STEP_HYBRID = 3
     STEP_CORRECTIVE = 4
+    STEP_SEQUENTIAL = 5
 
 
 cdef struct Options:
@@ -223,6 +224,42 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     return dropped
 
 
+cdef float64_t _sequential_steps(BlockAtoms* blk, float64_t* vi, const int32_t* support,
+                                 intp_t m, intp_t ks, float64_t lam, float64_t scale, intp_t n,
+                                 float64_t* s, Primal* p, float64_t avg_coef) noexcept nogil:
+    """Branson et al.'s sequential multi-sample update (004 Alg. 1) in BCFW's normalisation.
+
+    Their closed-form update of sample j rescales the block's alpha by s and
+    gives sample j the weight that maximises the dual: a FW step toward that
+    labelling with exact line search.  Samples: the FW corner ks first, then
+    every other stored labelling in order; H_k is recomputed at the moving w.
+    Returns the new ell_i.
+    """
+    cdef intp_t t, k, q
+    cdef float64_t H, sum_aH, dot, sq, gam, ell_i = 0.0
+    for k in range(blk.n):
+        ell_i += blk.alpha[k] * blk.loss[k]
+    ell_i /= n
+    for t in range(blk.n):
+        q = ks if t == 0 else (t - 1 if t - 1 < ks else t)
+        sum_aH = 0.0
+        for k in range(blk.n):
+            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, p.w)
+            sum_aH += blk.alpha[k] * blk.score[k]
+        H = blk.score[q]
+        _atom_scatter(blk, q, 1.0, s)
+        _affine_stats(vi, support, m, -1.0, s, scale, p.w, &dot, &sq)
+        gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
+        if gam > 0.0:
+            _affine_move(vi, support, m, -gam, s, gam * scale, p, avg_coef)
+            for k in range(blk.n):
+                blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
+            blk.alpha[q] += gam
+            ell_i += gam * (blk.loss[q] / n - ell_i)
+        _atom_clear(blk, q, s)
+    return ell_i
+
+
 cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                        float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
@@ -306,7 +343,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         gmax_away = 0.0
         if n_active > 1 and blk.alpha[ka] < 1.0:
             gmax_away = blk.alpha[ka] / (1.0 - blk.alpha[ka])
-        kind = STEP_CORRECTIVE if opt.step == STEP_CORRECTIVE else STEP_FW
+        kind = opt.step if opt.step >= STEP_CORRECTIVE else STEP_FW
         if opt.step == STEP_AWAY and g_away > g_fw and gmax_away > 0.0:
             kind = STEP_AWAY
         elif opt.step == STEP_PAIRWISE:
@@ -333,7 +370,11 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         # Take it: v_i, ell_i, alpha_i and the averages move together.
         ell_s = blk.loss[ks] / n
         ell_a = blk.loss[ka] / n
-        if kind == STEP_CORRECTIVE:
+        if kind == STEP_SEQUENTIAL:
+            ell_step = _sequential_steps(blk, vi, sup, m, ks, lam, scale, n, s, p,
+                                         0.5 * (j - 1) * j) - b.ell[i]
+            cnt.corrective += 1
+        elif kind == STEP_CORRECTIVE:
             cnt.drop += _corrective_alpha(blk, lam, scale, n, s)
             _normalise(blk)
             ell_step = _rebuild_block(blk, vi, sup, m, scale, s, p, 0.5 * (j - 1) * j) / n \

@@ -86,8 +86,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         improves the dual most, or the multi-sample fully-corrective step:
         the exact block QP over all the block's stored labellings (the
         oracle's answer, the active set and, with ``cache``, the cached
-        ones; 003 eq. 25-26, by projected gradient on the simplex).  All but
-        "fw" keep explicit active sets.
+        ones; 003 eq. 25-26, by projected gradient on the simplex), or
+        "sequential": Branson et al.'s approximate multi-sample update
+        (004 Alg. 1), exact-line-search FW steps toward each stored
+        labelling in turn, the oracle's answer first.  All but "fw" keep
+        explicit active sets; corrective and sequential steps are counted
+        in ``corrective_steps``.
     cache : bool
         Caching of oracle answers (001 Alg. 5): a block's best stored
         labelling is used instead of calling the oracle when its gap is
