@@ -107,3 +107,15 @@ class DelegatingOracle:
 
     def evaluate(self, i, labels, w):
         return self.inner.evaluate(i, labels, w)
+
+
+class RecordingOracle(DelegatingOracle):
+    """Records which blocks it is asked to solve, in ``calls``."""
+
+    def __init__(self, inner):
+        super().__init__(inner)
+        self.calls = []
+
+    def solve(self, i, w):
+        self.calls.append(i)
+        return self.inner.solve(i, w)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import DelegatingOracle, toy_problems
+from strategies import RecordingOracle, toy_problems
 
 from ssvm_core import BruteForceOracle, SolverState, as_oracle, solve
 from ssvm_core._fw import bcfw_pass, sample_proportional
@@ -39,18 +39,6 @@ def test_sampler_frequencies_follow_the_weights():
     np.testing.assert_allclose(freq, weights / weights.sum(), atol=0.005)
 
 
-class _Recorder(DelegatingOracle):
-    """Records which blocks it is asked to solve."""
-
-    def __init__(self, inner):
-        super().__init__(inner)
-        self.calls = []
-
-    def solve(self, i, w):
-        self.calls.append(i)
-        return self.inner.solve(i, w)
-
-
 def _half_trivial_problem(n=12, seed=0):
     """Multiclass blocks; the odd ones have a single labelling, so g_i = 0 always."""
     rng = np.random.default_rng(seed)
@@ -63,7 +51,7 @@ def _half_trivial_problem(n=12, seed=0):
         key = tuple(np.ravel(x))
         return [[trivial[key]]] if key in trivial else [[k] for k in range(3)]
 
-    return _Recorder(BruteForceOracle(model, list(X), [[v] for v in y], labelings)), y
+    return RecordingOracle(BruteForceOracle(model, list(X), [[v] for v in y], labelings)), y
 
 
 def test_exact_zero_gap_blocks_are_never_visited():

@@ -25,12 +25,11 @@ import pytest
 from box_reference import box_dual_value, box_primal_optimum, random_box
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import DelegatingOracle, toy_problems
+from strategies import RecordingOracle, _toy, toy_problems
 
 from ssvm_core import SolverState, as_oracle, solve
 from ssvm_core._active import active_pass
 from ssvm_core.parallel import score_pass
-from ssvm_core.solvers import _block_order
 from ssvm_core.testing import (
     check_gaps,
     primal_by_enumeration,
@@ -82,7 +81,7 @@ def check_certificates(toy, result, box, p_star):
             assert rec["primal"] - rec["dual"] == pytest.approx(rec["gap"], abs=tol)
             assert rec["gap_estimate"] == pytest.approx(rec["gap"], abs=tol)
     duals = [rec["dual"] for rec in result.history]
-    assert all(b >= a - tol for a, b in zip(duals, duals[1:]))
+    assert all(b >= a - tol for a, b in itertools.pairwise(duals))
 
 
 @pytest.mark.parametrize("sampling,step,cache,use_box,averaging", COMBINATIONS)
@@ -131,16 +130,6 @@ def test_invariants_and_dual_ascent_after_every_pass(toy, step, cache, use_box):
                 assert np.all(state.atoms.alphas(i)[1:] > 0)
 
 
-class _Recorder(DelegatingOracle):
-    def __init__(self, inner):
-        super().__init__(inner)
-        self.calls = []
-
-    def solve(self, i, w):
-        self.calls.append(i)
-        return self.inner.solve(i, w)
-
-
 @settings(max_examples=scaled_examples(10), deadline=None)
 @given(toy_problems(n_max=4), st.sampled_from(("fw", "pairwise", "hybrid")))
 def test_gap_sampling_with_active_sets_never_visits_a_zero_gap_block(toy, step):
@@ -150,7 +139,7 @@ def test_gap_sampling_with_active_sets_never_visits_a_zero_gap_block(toy, step):
     exact gaps.  (Within a pass the visited blocks' estimates change; when
     all are 0 the point is optimal and draws fall back to uniform.)
     """
-    recorder = _Recorder(toy.bf)
+    recorder = RecordingOracle(toy.bf)
     oracle = as_oracle(recorder)
     state = SolverState.for_oracle(oracle, toy.lam, active_sets=True)
     rng = np.random.default_rng(0)
@@ -172,7 +161,6 @@ def test_cache_rule_thresholds():
     (A huge F alone is not enough: after an oracle call that found a zero gap,
     F g_i = 0 and the global rule decides.)
     """
-    from strategies import _toy  # noqa: PLC0415
 
     from ssvm_core.testing import random_multiclass_data
     from ssvm_oracles import MulticlassModel
@@ -198,7 +186,6 @@ def test_cache_rule_thresholds():
                                                 ("hybrid", False, False),
                                                 ("away", True, False)])
 def test_save_load_resume_is_exact_with_active_sets(tmp_path, step, cache, use_box):
-    from strategies import _toy  # noqa: PLC0415
 
     from ssvm_core.testing import random_chain_data
     from ssvm_oracles import ChainModel
@@ -206,7 +193,8 @@ def test_save_load_resume_is_exact_with_active_sets(tmp_path, step, cache, use_b
     X, Y = random_chain_data(rng, 4, 3, 3, 2)
     toy = _toy(ChainModel(3, 2), X, Y, 0.05, rng)
     box = random_box(rng, toy.oracle.n_features) if use_box else None
-    opts = dict(step=step, cache=cache, box=box, sampling="gap", tol=0, gap_check_every=3)
+    opts = {"step": step, "cache": cache, "box": box, "sampling": "gap", "tol": 0,
+            "gap_check_every": 3}
     whole = solve(toy.oracle, toy.lam, max_passes=6, random_state=1, **opts)
     part = solve(toy.oracle, toy.lam, max_passes=3, random_state=1, **opts)
     path = tmp_path / "state.npz"

@@ -36,7 +36,7 @@ def reference_ssg(problem, lam, order):
 
 @pytest.mark.parametrize("sampling", ["uniform", "perm"])
 def test_kernel_matches_the_reference(sampling):
-    model, X, Y, oracle = toy()
+    *_, oracle = toy()
     problem = enumerate_problem(oracle)
     result = subgradient_solve(oracle, 0.1, sampling=sampling, max_passes=7, random_state=3)
     rng = np.random.default_rng(3)
@@ -52,7 +52,7 @@ def test_kernel_matches_the_reference(sampling):
 
 
 def test_averaged_iterate_approaches_the_optimum():
-    model, X, Y, oracle = toy(seed=1)
+    *_, oracle = toy(seed=1)
     problem = enumerate_problem(oracle)
     lam = 0.5
     p_star = solve_dual_qp(problem.psi, problem.loss, lam).primal
@@ -64,7 +64,7 @@ def test_averaged_iterate_approaches_the_optimum():
 
 
 def test_history_has_the_solver_keys_and_resume_is_exact():
-    model, X, Y, oracle = toy(seed=2)
+    *_, oracle = toy(seed=2)
     whole = subgradient_solve(oracle, 0.2, max_passes=6, eval_every=3, random_state=5)
     part = subgradient_solve(oracle, 0.2, max_passes=3, eval_every=3, random_state=5)
     rest = subgradient_solve(oracle, 0.2, max_passes=3, eval_every=3, state=part.state)

@@ -47,6 +47,14 @@ class BaseSSVM:
             raise ValueError(f"lam must be a finite positive number, got {lam}")
         return float(lam)
 
+    def _prepare_fit(self, X, Y):
+        """``(oracle, lam, state)`` of a fit: the bound training set, lambda, and
+        ``state_`` of the previous fit when ``warm_start`` (else None)."""
+        oracle = self.model.bind(X, Y)
+        lam = self._resolve_lam(oracle.n_blocks)
+        state = getattr(self, "state_", None) if self.warm_start else None
+        return oracle, lam, state
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "w_"):
             raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssvm_core import _active, _fw
+from ssvm_core._atoms import ActiveSets
 from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
-from ssvm_core._atoms import ActiveSets
 from ssvm_core.state import SolverState, _check_lam
 from ssvm_core.validation import check_box
 
@@ -452,9 +452,7 @@ class FrankWolfeSSVM(BaseSSVM):
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
-        oracle = self.model.bind(X, Y)
-        lam = self._resolve_lam(oracle.n_blocks)
-        state = getattr(self, "state_", None) if self.warm_start else None
+        oracle, lam, state = self._prepare_fit(X, Y)
         result = solve(oracle, lam, batch=self.batch, line_search=self.line_search,
                        sampling=self.sampling, step=self.step, cache=self.cache,
                        cache_size=self.cache_size, cache_factor=self.cache_factor,

@@ -15,6 +15,7 @@ from ssvm_core._ssg import ssg_pass
 from ssvm_core.base import BaseSSVM
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
+from ssvm_core.solvers import _budget_status
 from ssvm_core.state import _check_lam
 
 
@@ -139,7 +140,7 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
                 state.n_steps = int(steps[0])
             state.passes += 1
             state.rng_state = rng.bit_generator.state
-            status = _ssg_budget(state, start, max_passes, max_oracle_calls, time_budget)
+            status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
             if stop.requested:
                 status = "interrupted"
             values = {}
@@ -153,17 +154,6 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     w = state.w_avg.copy() if averaging else state.w.copy()
     primal = last.get("primal_avg" if averaging else "primal", math.nan)
     return SubgradientResult(w=w, primal=primal, state=state, history=history, status=status)
-
-
-def _ssg_budget(state, start, max_passes, max_oracle_calls, time_budget):
-    passes, calls, elapsed = start
-    if state.passes - passes >= max_passes:
-        return "max_passes"
-    if max_oracle_calls is not None and state.oracle_calls - calls >= max_oracle_calls:
-        return "max_oracle_calls"
-    if time_budget is not None and state.elapsed - elapsed >= time_budget:
-        return "time_budget"
-    return None
 
 
 class SubgradientSSVM(BaseSSVM):
@@ -210,9 +200,7 @@ class SubgradientSSVM(BaseSSVM):
 
     def fit(self, X, Y) -> SubgradientSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
-        oracle = self.model.bind(X, Y)
-        lam = self._resolve_lam(oracle.n_blocks)
-        state = getattr(self, "state_", None) if self.warm_start else None
+        oracle, lam, state = self._prepare_fit(X, Y)
         result = subgradient_solve(
             oracle, lam, averaging=self.averaging, sampling=self.sampling,
             max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
