@@ -37,9 +37,9 @@ class SolverState:
         Regularisation strength lambda of the objective.
     n_blocks, n_features : int
         Number of training examples and of features.
-    supports : list of int arrays or None
-        Per-block feature supports (see ``MaxOracle.block_support``); ``None``
-        stores every block densely.
+    supports : list of int arrays, (block_ptr, block_support) or None
+        Per-block feature supports (see ``MaxOracle.block_support``), or
+        their flat layout; ``None`` stores every block densely.
     averaging : bool
         Keep the weighted average of the iterates (000 Alg. 4).
     box : (lower, upper) or None
@@ -97,7 +97,10 @@ class SolverState:
         self.lam = _check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
-        self.block_ptr, self.block_support = _layout(n_blocks, n_features, supports)
+        if isinstance(supports, tuple):          # (block_ptr, block_support), laid out
+            self.block_ptr, self.block_support = supports
+        else:
+            self.block_ptr, self.block_support = _layout(n_blocks, n_features, supports)
         self.block_values = np.zeros(self.block_ptr[-1])
         self.block_ell = np.zeros(n_blocks)
         self.block_gap_estimates = np.full(n_blocks, np.nan)
@@ -130,7 +133,7 @@ class SolverState:
     def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True, box=None,
                    active_sets: bool = False, cache_size: int = 50) -> SolverState:
         """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``."""
-        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_supports(oracle), averaging,
+        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
                    box, active_sets, cache_size)
 
     @property
@@ -231,7 +234,7 @@ class SolverState:
             raise ValueError(
                 f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
                 f"{oracle.n_blocks} x {oracle.n_features}: warm start needs the same data")
-        ptr, support = _layout(self.n_blocks, self.n_features, _oracle_supports(oracle))
+        ptr, support = _oracle_layout(oracle)
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
@@ -287,13 +290,33 @@ class SolverState:
         return state
 
 
-def _oracle_supports(oracle: MaxOracle) -> list[np.ndarray] | None:
-    """Checked per-block supports of ``oracle``, or None when every block is dense."""
-    supports = [oracle.block_support(i) for i in range(oracle.n_blocks)]
+def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray]:
+    """``(block_ptr, block_support)`` of ``oracle``'s blocks, checked (see ``_layout``).
+
+    The checks run once over the concatenated supports, not block by block,
+    which matters for data sets with many sparse blocks (CoNLL).
+    """
+    n, d = oracle.n_blocks, oracle.n_features
+    supports = [oracle.block_support(i) for i in range(n)]
     if all(sup is None for sup in supports):
-        return None
-    return [np.arange(oracle.n_features, dtype=np.int32) if sup is None
-            else _check_support(sup, oracle.n_features, i) for i, sup in enumerate(supports)]
+        return _layout(n, d, None)
+    arrays = [np.arange(d) if sup is None else np.asarray(sup) for sup in supports]
+    bad = [i for i, a in enumerate(arrays)
+           if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer))]
+    if bad:
+        raise ValueError(f"block_support({bad[0]}) must be a 1-D integer array")
+    ptr, flat = _layout(n, d, arrays)
+    if flat.size and (flat.min() < 0 or flat.max() >= d):
+        i = int(np.searchsorted(ptr, np.flatnonzero((flat < 0) | (flat >= d))[0], "right")) - 1
+        raise ValueError(f"block_support({i}) must be 1-D indices in [0, {d})")
+    step = np.diff(flat)
+    inner = np.ones(step.size, dtype=bool)
+    inner[ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < flat.size)] - 1] = False
+    if np.any(step[inner] <= 0):
+        k = int(np.flatnonzero(inner & (step <= 0))[0])
+        i = int(np.searchsorted(ptr, k, "right")) - 1
+        raise ValueError(f"block_support({i}) must be strictly increasing")
+    return ptr, flat
 
 
 def _layout(n_blocks: int, n_features: int,
@@ -302,9 +325,11 @@ def _layout(n_blocks: int, n_features: int,
     if supports is None:
         return (np.arange(n_blocks + 1, dtype=np.intp) * n_features,
                 np.zeros(0, dtype=np.int32))
-    sizes = [len(sup) for sup in supports]
-    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
-    support = np.concatenate(supports).astype(np.int32) if sizes else np.zeros(0, np.int32)
+    sizes = np.fromiter((len(sup) for sup in supports), dtype=np.intp, count=len(supports))
+    ptr = np.zeros(len(supports) + 1, dtype=np.intp)
+    np.cumsum(sizes, out=ptr[1:])
+    support = (np.concatenate(supports).astype(np.int32, copy=False) if ptr[-1]
+               else np.zeros(0, np.int32))
     return ptr, support
 
 
@@ -313,12 +338,3 @@ def _check_lam(lam: float) -> float:
     if not (np.isfinite(lam) and lam > 0):
         raise ValueError(f"lam must be a finite positive number, got {lam}")
     return lam
-
-
-def _check_support(support, n_features: int, i: int) -> np.ndarray:
-    sup = np.asarray(support)
-    if sup.ndim != 1 or (sup.size and (sup.min() < 0 or sup.max() >= n_features)):
-        raise ValueError(f"block_support({i}) must be 1-D indices in [0, {n_features})")
-    if np.any(np.diff(sup) <= 0):
-        raise ValueError(f"block_support({i}) must be strictly increasing")
-    return sup.astype(np.int32)
