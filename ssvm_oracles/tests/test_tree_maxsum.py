@@ -406,3 +406,22 @@ def test_pickle_and_threads_give_the_same_answers():
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
         assert got[2:] == want[2:]
+
+
+def test_examples_may_have_different_grids():
+    """Packing examples of different sizes gives each block the answers of its own oracle."""
+    rng = np.random.default_rng(7)
+    model = PoseModel([-1, 0, 0, 1], (2, 3), n_types=2)
+    shapes = [(3, 5), (4, 2), (1, 6)]
+    X = [random_input(rng, 4, 2, H, W) for H, W in shapes]
+    Y = [random_truth(rng, 4, 6, 2, H, W, (2, 3)) for H, W in shapes]
+    oracle = model.bind(X, Y)
+    for w in feasible_weights(rng, model):
+        together = model.predict(X, w)
+        for i in range(3):
+            alone = model.bind([X[i]], [Y[i]])
+            got, want = oracle.solve_py(i, w), alone.solve_py(0, w)
+            np.testing.assert_array_equal(got[0], want[0])
+            np.testing.assert_array_equal(got[1], want[1])
+            assert got[2:] == want[2:]
+            np.testing.assert_array_equal(together[i], model.predict([X[i]], w)[0])
