@@ -10,6 +10,7 @@ import numpy as np
 
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._oracle import MaxOracle
+from ssvm_core.oracles import as_oracle
 from ssvm_core.validation import check_box
 
 _FORMAT_VERSION = 2
@@ -132,7 +133,9 @@ class SolverState:
     @classmethod
     def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True, box=None,
                    active_sets: bool = False, cache_size: int = 50) -> SolverState:
-        """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``."""
+        """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``
+        (a ``MaxOracle`` or any Python oracle, see ``as_oracle``)."""
+        oracle = as_oracle(oracle)
         return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
                    box, active_sets, cache_size)
 
@@ -230,6 +233,7 @@ class SolverState:
 
     def check_compatible(self, oracle: MaxOracle) -> None:
         """Raise ``ValueError`` if this state cannot continue on ``oracle``."""
+        oracle = as_oracle(oracle)
         if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
             raise ValueError(
                 f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
