@@ -268,3 +268,31 @@ def test_corrective_step_reaches_the_block_optimum(toy, cache):
         tol = 1e-7 * psi_scale * max(1.0, np.abs(H).max())
         assert np.all(H <= mean + tol)
         assert np.all(np.abs(H[alpha > 1e-9] - mean) <= tol)
+
+
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from(("fw", "pairwise")), st.booleans(),
+       st.floats(0.05, 1.0))
+def test_shrink_duals_keeps_w_and_moves_the_gap_by_prop_1(toy, step, use_box, rho):
+    """001 Prop. 1: rescaling alpha off the ground truth by rho = lam_new / lam keeps w,
+    and g(alpha', lam_new) = g(alpha, lam) + (1 - rho) Delta, gaps by enumeration."""
+    box = random_box(toy.rng, toy.oracle.n_features) if use_box else None
+    result = solve(toy.oracle, toy.lam, step=step, box=box, max_passes=5, tol=0,
+                   averaging=False, random_state=0)
+    state = result.state
+    enum = toy.enum
+
+    def gap(st_):
+        v = st_.v
+        ell = float(np.sum(st_.block_ell))
+        dual = (ell - 0.5 * st_.lam * v @ v if box is None
+                else box_dual_value(ell, v, st_.lam, *box))
+        return primal_by_enumeration(enum.psi, enum.loss, st_.lam, st_.w) - dual
+
+    w_before, g_before = state.w.copy(), gap(state)
+    delta = state.shrink_duals(rho * toy.lam)
+    np.testing.assert_array_equal(state.w, w_before)
+    scale = max(1.0, abs(g_before), abs(delta))
+    assert gap(state) == pytest.approx(g_before + (1 - rho) * delta, abs=1e-9 * scale)
+    if state.atoms is not None:
+        state.check_atoms()

@@ -366,6 +366,22 @@ cdef class ActiveSets:
             po += nnz
         return sets
 
+    def shrink(self, double rho) -> None:
+        """alpha_i(y) <- rho alpha_i(y) off the ground truth, and the ground truth
+        takes the rest (001 Prop. 1); 0 <= rho <= 1."""
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"rho must be in [0, 1], got {rho}")
+        cdef intp_t i, k
+        cdef BlockAtoms* blk
+        cdef double rest
+        for i in range(self.n_blocks):
+            blk = &self.blocks[i]
+            rest = 1.0
+            for k in range(1, blk.n):
+                blk.alpha[k] *= rho
+                rest -= blk.alpha[k]
+            blk.alpha[0] = max(rest, 0.0)
+
     def copy(self) -> ActiveSets:
         return ActiveSets.from_arrays(self.to_arrays())
 

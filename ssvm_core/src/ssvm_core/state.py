@@ -204,6 +204,47 @@ class SolverState:
         self.last_exact_gap = float("nan")
         self.reset_averaging()
 
+    def shrink_duals(self, lam: float) -> float:
+        """Move to a smaller lambda keeping w: 001 Prop. 1's dual rescaling.
+
+        With rho = lam / lam_old, every alpha_i(y) off the ground truth is
+        multiplied by rho (the ground truth takes the remaining mass), so
+        v_i = A alpha_[i] is unchanged (its 1 / lam factor compensates),
+        hence w is unchanged, and ell_i is multiplied by rho.  The duality
+        gap then grows by exactly (1 - rho) Delta, where
+        Delta = sum_i (ell_i - lam_old <w, v_i>) is returned.  The average
+        restarts at the rescaled point.
+
+        Parameters
+        ----------
+        lam : float
+            The new lambda, 0 < lam <= the current one.
+
+        Returns
+        -------
+        float
+            Delta at the old lambda (001 eq. 13).
+        """
+        lam = _check_lam(lam)
+        rho = lam / self.lam
+        if rho > 1.0:
+            raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
+        if self.dense_blocks:
+            inner = float(np.sum(self.block_values.reshape(self.n_blocks, -1) @ self.w))
+        else:
+            inner = float(self.block_values @ self.w[self.block_support])
+        delta = float(np.sum(self.block_ell)) - self.lam * inner
+        self.block_ell *= rho
+        self.ell = float(np.sum(self.block_ell))
+        if self.atoms is not None:
+            self.atoms.shrink(rho)
+        self.lam = lam
+        self.block_gap_estimates[:] = np.nan
+        self.block_oracle_gaps[:] = np.nan
+        self.last_exact_gap = float("nan")
+        self.reset_averaging()
+        return delta
+
     def check_atoms(self, atol: float = 1e-9) -> None:
         """Check the active-set invariants; raise ``AssertionError`` naming a violation.
 
