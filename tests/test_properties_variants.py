@@ -296,3 +296,72 @@ def test_shrink_duals_keeps_w_and_moves_the_gap_by_prop_1(toy, step, use_box, rh
     assert gap(state) == pytest.approx(g_before + (1 - rho) * delta, abs=1e-9 * scale)
     if state.atoms is not None:
         state.check_atoms()
+
+
+@settings(max_examples=scaled_examples(25), deadline=None)
+@given(toy_problems(kinds=("chain",), n_max=3), st.integers(2, 6), st.integers(0, 2 ** 16))
+def test_chain_solve_many_against_enumeration(toy, k, seed):
+    """Answers are distinct, scored correctly, non-increasing, the argmax first and the
+    exact second-best second."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=toy.oracle.n_features)
+    for i in range(toy.oracle.n_blocks):
+        answers = toy.oracle.solve_many_py(i, w, k)
+        H = np.sort(toy.enum.scores(i, w))[::-1]
+        assert 1 <= len(answers) <= min(k, len(H))
+        keys = {labels.tobytes() for labels, *_ in answers}
+        assert len(keys) == len(answers)
+        scores = [score for *_, score in answers]
+        assert scores[0] == pytest.approx(H[0], abs=1e-9)
+        if len(answers) > 1:
+            assert scores[1] == pytest.approx(H[1], abs=1e-9)
+        assert all(b <= a + 1e-9 for a, b in itertools.pairwise(scores))
+        for labels, psi, loss, score in answers:
+            psi_e, loss_e, score_e = toy.oracle.evaluate_py(i, labels, w)
+            np.testing.assert_allclose(psi, psi_e, atol=1e-12)
+            assert loss == pytest.approx(loss_e) and score == pytest.approx(score_e, abs=1e-9)
+
+
+@settings(max_examples=scaled_examples(10), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from(("corrective", "sequential", "pairwise")),
+       st.booleans())
+def test_multi_sample_steps_with_extra_samples(toy, step, cache):
+    """Extra oracle answers (n_samples = 3) join the blocks: certificates, invariants
+    and dual ascent hold; Python oracles without solve_many give one answer."""
+    p_star = solve_dual_qp(toy.enum.psi, toy.enum.loss, toy.lam).primal
+    result = solve(toy.oracle, toy.lam, step=step, cache=cache, n_samples=3, tol=0,
+                   max_passes=25, averaging=False, random_state=0)
+    check_certificates(toy, result, None, p_star)
+    result.state.check_atoms()
+    bf = solve(toy.bf, toy.lam, step=step, cache=cache, n_samples=3, tol=0, max_passes=3,
+               averaging=False, random_state=0)
+    bf.state.check_atoms()
+
+
+def test_python_solve_many_is_checked():
+    from ssvm_core.testing import ToyMulticlassModel, random_multiclass_data
+    rng = np.random.default_rng(0)
+    X, Y = random_multiclass_data(rng, 3, 2, 3)
+    inner = ToyMulticlassModel(3, 2).bind(list(X), [np.atleast_1d(y) for y in Y])
+
+    class Many(RecordingOracle):
+        def solve_many(self, i, w, k):
+            scores = [(inner.evaluate(i, [c], w), c) for c in range(3)]
+            order = sorted(range(3), key=lambda c: -(scores[c][0][1] - scores[c][0][0] @ w))
+            return [([c], *inner.evaluate(i, [c], w)) for c in order[:k]]
+
+    oracle = as_oracle(Many(inner))
+    answers = oracle.solve_many_py(0, np.zeros(oracle.n_features), 2)
+    assert len(answers) == 2 and answers[0][3] >= answers[1][3]
+    result = solve(oracle, 0.1, step="corrective", n_samples=3, max_passes=5, tol=0)
+    result.state.check_atoms()
+    assert max(result.state.atoms.n_atoms(i) for i in range(3)) >= 2
+
+    class TooMany(Many):
+        def solve_many(self, i, w, k):
+            return super().solve_many(i, w, 3) * 2
+
+    with pytest.raises(ValueError, match="returned 6 answers"):
+        as_oracle(TooMany(inner)).solve_many_py(0, np.zeros(oracle.n_features), 2)
+    with pytest.raises(ValueError, match="n_samples"):
+        solve(oracle, 0.1, n_samples=0)

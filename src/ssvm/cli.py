@@ -73,6 +73,7 @@ def _train(args: argparse.Namespace) -> int:
         FrankWolfeSSVM(model, lam=args.lam, C=args.C, batch=args.solver == "fw",
                          line_search=not args.no_line_search, sampling=args.sampling,
                          step=args.step, cache=args.cache, cache_size=args.cache_size,
+                         n_samples=args.n_samples,
                          averaging=not args.no_averaging, tol=args.tol,
                          max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
                          time_budget=args.time_budget, gap_check_every=args.gap_check_every,
@@ -115,8 +116,9 @@ def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
     if args.resume is not None:
         raise ValueError("--resume continues Frank-Wolfe states; SSG runs cannot resume")
-    if args.sampling == "gap" or args.step != "fw" or args.cache:
-        raise ValueError("--solver ssg takes neither gap sampling, --step nor --cache")
+    if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
+        raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
+                         "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
                            averaging=not args.no_averaging, max_passes=args.max_passes,
                            max_oracle_calls=args.max_oracle_calls,
@@ -162,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "sequential multi-sample update")
     train.add_argument("--cache", action="store_true",
                        help="cache oracle answers (001 Alg. 5)")
+    train.add_argument("--n-samples", type=int, default=1,
+                       help="labellings per oracle call for multi-sample steps (solve_many)")
     train.add_argument("--cache-size", type=int, default=50,
                        help="labellings kept per block before inactive ones are evicted")
     train.add_argument("--no-averaging", action="store_true")

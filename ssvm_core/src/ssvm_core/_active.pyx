@@ -50,6 +50,7 @@ cdef struct Options:
     float64_t cache_factor    # F of 001 Alg. 5
     float64_t cache_nu        # nu of 001 Alg. 5
     float64_t global_gap      # g of the last exact gap pass
+    intp_t n_samples          # answers asked of the oracle per call (solve_many)
 
 
 cdef struct Counts:
@@ -264,7 +265,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                        float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
                        Counts* cnt, Corner* c) except -1 nogil:
-    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind, n_active
+    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind, n_active, n_got, q
     cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
     cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
@@ -306,12 +307,20 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                     cnt.hits_global += 1
                 blk.last_used[ks] = j
         if not hit:
-            oracle.solve(i, p.w, c)
+            n_got = 1
+            if opt.n_samples > 1:
+                n_got = oracle.solve_many(i, p.w, opt.n_samples, c)
+            else:
+                oracle.solve(i, p.w, c)
             cnt.oracle_calls += 1
             if _below_ground_truth(c):
                 _use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
-            ks = atoms._add(i, c, j, oracle.n_features)   # may evict inactive atoms
+            for k in range(1, n_got):                     # extra samples join the block
+                if not _below_ground_truth(&c[k]):
+                    q = atoms._add(i, &c[k], j - 1, oracle.n_features)
+                    blk.score[q] = c[k].score
+            ks = atoms._add(i, c, j, oracle.n_features)   # last: evictions cannot move it
             blk.score[ks] = c.score
 
         # Away atom: the worst active one (indices may have moved on eviction).
@@ -432,7 +441,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
 
 def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="fw",
                 bint line_search=True, bint cache=False, float64_t cache_factor=0.25,
-                float64_t cache_nu=0.01, gap_uniforms=None):
+                float64_t cache_nu=0.01, intp_t n_samples=1, gap_uniforms=None):
     """One pass of block steps over explicit active sets (see the module docstring).
 
     Parameters
@@ -453,6 +462,10 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
         Caching (001 Alg. 5): the best stored labelling replaces the oracle
         when its gap is >= max(F g_i, nu g / n), g_i the block's gap at its
         last oracle call and g the last exact global gap.
+    n_samples : int
+        Labellings asked of the oracle per call (``MaxOracle.solve_many``):
+        the extra ones join the block's stored labellings, for the
+        multi-sample steps (and the cache) to use.
     gap_uniforms : float array, optional
         Gap sampling (see ``bcfw_pass``).
 
@@ -472,7 +485,15 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
-    cdef CornerBuffer buf = CornerBuffer(oracle)
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    buffers = [CornerBuffer(oracle) for _ in range(n_samples)]
+    cdef Corner* corners = <Corner*> malloc(n_samples * sizeof(Corner))
+    if corners == NULL:
+        raise MemoryError()
+    cdef intp_t b_
+    for b_ in range(n_samples):
+        corners[b_] = (<CornerBuffer> buffers[b_]).corner
     cdef ActiveSets atoms = state.atoms
     cdef Options opt
     cdef Counts cnt
@@ -483,23 +504,26 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     opt.keep_inactive = cache
     opt.cache_factor = cache_factor
     opt.cache_nu = cache_nu
+    opt.n_samples = n_samples
     opt.global_gap = 0.0 if math.isnan(state.last_exact_gap) else state.last_exact_gap
     cnt.steps = state.n_steps
     cnt.replaced = cnt.oracle_calls = cnt.fw = cnt.away = cnt.pairwise = cnt.drop = 0
     cnt.corrective = 0
     cnt.hits_local = cnt.hits_global = 0
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
+        free(corners)
         return 0
     try:
         if oracle.needs_gil:
             _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0], &view.sampler,
-                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, &buf.corner)
+                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, corners)
         else:
             with nogil:
                 _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0],
                               &view.sampler, &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt,
-                              &buf.corner)
+                              corners)
     finally:
+        free(corners)
         state.ell = ell
         state.ell_avg = ell_avg
         state.n_steps = cnt.steps

@@ -26,6 +26,10 @@ cdef class MaxOracle:
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil
+    # Up to k distinct high-scoring labellings, the argmax first; returns how
+    # many were written (the base class writes solve's answer only).
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil
 
 
 cdef class CornerBuffer:

