@@ -1,9 +1,13 @@
-"""GraphCutModel / GraphCutOracle: min-cut against enumeration, loss, inputs, errors."""
+"""GraphCutModel / GraphCutOracle: min-cut against enumeration, loss, inputs, errors.
+
+The max-flow is checked against brute force on small graphs and against
+scipy.sparse.csgraph.maximum_flow (an independent implementation) on larger ones.
+"""
 
 from __future__ import annotations
 
 import itertools
-import sys
+import pickle
 
 import numpy as np
 import pytest
@@ -11,10 +15,12 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssvm_core import BruteForceOracle, as_oracle
+from scipy.sparse.csgraph import maximum_flow
+
+from ssvm_core import BruteForceOracle, MaxOracle, as_oracle
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_oracles import GraphCutModel, GraphCutOracle, NonSubmodularError
-from ssvm_oracles.graphcut import balanced_weights
+from ssvm_oracles.graphcut import balanced_weights, min_cut
 
 
 def random_graph(rng, n_nodes: int, n_unary: int, n_pairwise: int, density: float,
@@ -124,8 +130,8 @@ def test_ground_truth_has_zero_psi_and_loss_and_losses_are_in_unit_interval(data
     oracle = model.bind(X, Y)
     w = feasible_weights(rng, n_unary, n_pairwise)[1]
     for i, (x, y) in enumerate(zip(X, Y)):
-        psi, loss = oracle.evaluate(i, y, w)
-        assert loss == 0.0 and not psi.any()
+        psi, loss, score = oracle.evaluate_py(i, y, w)
+        assert loss == 0.0 and score == 0.0 and not psi.any()
         assert model.loss(y, y) == 0.0
         for cand in model.enumerate_labelings(x):
             assert 0.0 <= model.loss(y, cand) <= 1.0 + 1e-12
@@ -173,7 +179,7 @@ def test_zero_weights_return_the_worst_labelling():
     rng = np.random.default_rng(3)
     X = [random_graph(rng, 7, 3, 2, 0.5)]
     Y = [np.array([0, 1, 1, 0, 0, 0, 1])]
-    labels, _psi, loss = GraphCutModel().bind(X, Y).solve(0, np.zeros(5))
+    labels, _psi, loss, _score = GraphCutModel().bind(X, Y).solve_py(0, np.zeros(5))
     np.testing.assert_array_equal(labels, 1 - Y[0])
     assert loss == pytest.approx(1.0)
 
@@ -195,23 +201,15 @@ def test_negative_pairwise_weights_are_rejected():
     oracle = model.bind(X, Y)
     w = np.array([0.3, -0.2, 0.1, -1e-3, 0.0])
     with pytest.raises(NonSubmodularError, match=r"w_P\[1\] = -0.001 is negative"):
-        oracle.solve(0, w)
+        oracle.solve_py(0, w)
     with pytest.raises(NonSubmodularError, match="weight_bounds"):
-        as_oracle(oracle).solve_py(0, w)          # through the compiled adapter
+        oracle.solve_many_py(0, w, 2)
     with pytest.raises(NonSubmodularError):
         model.predict(X, w)
     assert issubclass(NonSubmodularError, ValueError)
     # Negative unary weights are fine, and evaluate needs no min-cut.
-    psi, loss = oracle.evaluate(0, Y[0], w)
+    psi, loss, _score = oracle.evaluate_py(0, Y[0], w)
     assert loss == 0.0 and not psi.any()
-
-
-def test_missing_pymaxflow_is_a_clear_import_error(monkeypatch):
-    rng = np.random.default_rng(0)
-    X, Y = [random_graph(rng, 3, 2, 1, 1.0)], [np.array([0, 1, 1])]
-    monkeypatch.setitem(sys.modules, "maxflow", None)     # makes `import maxflow` fail
-    with pytest.raises(ImportError, match=r"pip install 'ssvm-oracles\[graphcut\]'"):
-        GraphCutModel().bind(X, Y)
 
 
 def good_image():
@@ -262,7 +260,7 @@ def test_evaluate_checks_the_labelling():
     oracle = GraphCutModel().bind([good_image()], [[0, 1, 1]])
     for labels in ([0, 1], [0, 1, 2], [0, -1, 1]):
         with pytest.raises(ValueError, match="0/1 labelling of its 3 nodes"):
-            oracle.evaluate(0, labels, np.zeros(3))
+            oracle.evaluate_py(0, labels, np.zeros(3))
 
 
 def test_graph_without_edges_decodes_node_by_node():
@@ -272,31 +270,94 @@ def test_graph_without_edges_decodes_node_by_node():
     oracle = model.bind([x], [[1, 0, 0]])
     w = np.array([1.0, 0.3, 0.7])
     np.testing.assert_array_equal(model.predict([x], w)[0], [1, 0, 1])
-    labels, psi, loss = oracle.solve(0, w)
+    labels, psi, loss, _score = oracle.solve_py(0, w)
     # Loss-augmented: node 2 keeps label 1 (score +0.5) and adds 0.25 to the loss.
     np.testing.assert_array_equal(labels, [1, 0, 1])
     assert loss == pytest.approx(0.25)
     np.testing.assert_allclose(psi, [-1.0, 0.0, 0.0])
 
 
-@pytest.mark.parametrize("unary_density, as_sparse, stored_sparse", [
-    (1.0, False, False), (1.0, True, False), (0.1, False, True), (0.1, True, True)])
-def test_sparse_and_dense_storage_give_the_same_answers(unary_density, as_sparse,
-                                                        stored_sparse):
+@pytest.mark.parametrize("unary_density, as_sparse", [
+    (1.0, False), (1.0, True), (0.1, False), (0.1, True)])
+def test_psi_and_loss_equal_dense_products(unary_density, as_sparse):
+    """Larger graphs: psi, loss and score of solve against dense numpy formulas."""
     rng = np.random.default_rng(4)
     graphs = [random_graph(rng, 30, 50, 4, 0.2, unary_density) for _ in range(3)]
     Y = [rng.integers(0, 2, size=30) for _ in graphs]
     X = [(sp.csr_array(u) if as_sparse else u, e, p) for u, e, p in graphs]
-    oracle = GraphCutModel().bind(X, Y)
-    assert all((im.unary_t is not None) == stored_sparse for im in oracle.images)
-    assert all(sp.issparse(im.unary) == stored_sparse for im in oracle.images)
-    # The reference: plain dense products, no storage decisions.
+    model = GraphCutModel()
+    oracle = model.bind(X, Y)
     for w in feasible_weights(rng, 50, 4):
         for i, ((unary, edges, pairwise), y) in enumerate(zip(graphs, Y)):
-            labels, psi, loss = oracle.solve(i, w)
+            labels, psi, loss, score = oracle.solve_py(i, w)
             cut = labels[edges[:, 0]] != labels[edges[:, 1]]
             true_cut = y[edges[:, 0]] != y[edges[:, 1]]
             expected = np.concatenate([2.0 * (y - labels) @ unary,
                                        (cut.astype(float) - true_cut) @ pairwise])
             np.testing.assert_allclose(psi, expected, rtol=1e-12, atol=1e-12)
-            assert loss == pytest.approx(GraphCutModel().loss(y, labels))
+            assert loss == pytest.approx(model.loss(y, labels), rel=1e-14)
+            assert score == pytest.approx(loss - w @ expected, rel=1e-12, abs=1e-12)
+            np.testing.assert_array_equal(oracle.evaluate_py(i, labels, w)[0], psi)
+
+
+def cut_energy(labels, unary_cost, edges, capacity):
+    cut = labels[edges[:, 0]] != labels[edges[:, 1]] if len(edges) else np.zeros(0, bool)
+    return float(unary_cost @ labels + capacity @ cut)
+
+
+@settings(max_examples=scaled_examples(60))
+@given(st.integers(1, 9), st.sampled_from([0.0, 0.4, 1.0]), st.booleans(),
+       st.integers(0, 2 ** 32 - 1))
+def test_min_cut_equals_brute_force(n_nodes, density, duplicate_edges, seed):
+    """Any real unary costs, capacities >= 0 (some 0), repeated edges in both orders."""
+    rng = np.random.default_rng(seed)
+    _, edges, _ = random_graph(rng, n_nodes, 1, 1, density)
+    if duplicate_edges and len(edges):
+        edges = np.concatenate([edges, edges[:, ::-1]])
+    unary_cost = rng.normal(scale=3.0, size=n_nodes) * (rng.random(n_nodes) < 0.8)
+    capacity = rng.exponential(2.0, len(edges)) * (rng.random(len(edges)) < 0.8)
+    head, tail = edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32)
+    labels = min_cut(unary_cost, capacity, head, tail)
+    assert labels.dtype == np.int32 and set(labels.tolist()) <= {0, 1}
+    best = min(cut_energy(np.array(y), unary_cost, edges, capacity)
+               for y in itertools.product((0, 1), repeat=n_nodes))
+    assert cut_energy(labels, unary_cost, edges, capacity) == pytest.approx(best, abs=1e-9)
+
+
+@pytest.mark.parametrize("n_nodes, density, seed", [(40, 0.15, 0), (80, 0.08, 1),
+                                                    (150, 0.04, 2), (150, 0.3, 3)])
+def test_min_cut_value_equals_scipy_maximum_flow(n_nodes, density, seed):
+    """Integer capacities: our cut's energy equals sum_p min(D_p, 0) + scipy's max-flow."""
+    rng = np.random.default_rng(seed)
+    _, edges, _ = random_graph(rng, n_nodes, 1, 1, density)
+    unary_cost = rng.integers(-20, 21, n_nodes).astype(np.float64)
+    capacity = rng.integers(0, 15, len(edges)).astype(np.float64)
+    labels = min_cut(unary_cost, capacity, edges[:, 0].astype(np.int32),
+                     edges[:, 1].astype(np.int32))
+    source, sink = n_nodes, n_nodes + 1
+    rows = np.concatenate([edges[:, 0], edges[:, 1], np.full(n_nodes, source),
+                           np.arange(n_nodes)])
+    cols = np.concatenate([edges[:, 1], edges[:, 0], np.arange(n_nodes), np.full(n_nodes, sink)])
+    caps = np.concatenate([capacity, capacity, np.maximum(unary_cost, 0),
+                           np.maximum(-unary_cost, 0)]).astype(np.int32)
+    graph = sp.csr_array((caps, (rows, cols)), shape=(n_nodes + 2, n_nodes + 2))
+    flow = maximum_flow(graph, source, sink).flow_value
+    assert flow > 0
+    assert cut_energy(labels, unary_cost, edges, capacity) == (
+        np.minimum(unary_cost, 0).sum() + flow)
+
+
+def test_oracle_is_compiled_pickles_and_reports_its_sizes():
+    rng = np.random.default_rng(5)
+    graphs = [random_graph(rng, n, 6, 2, 0.5, 0.3) for n in (4, 9)]
+    Y = [rng.integers(0, 2, size=len(u)) for u, _, _ in graphs]
+    oracle = GraphCutModel().bind(graphs, Y)
+    assert isinstance(oracle, MaxOracle) and not oracle.needs_gil and not oracle.dense_psi
+    assert oracle.max_labels == 9
+    nnz = [np.count_nonzero(u) for u, _, _ in graphs]
+    assert oracle.max_psi_nnz == max(nnz) + 2
+    clone = pickle.loads(pickle.dumps(oracle))
+    w = feasible_weights(rng, 6, 2)[1]
+    for i in range(2):
+        for got, expected in zip(clone.solve_py(i, w), oracle.solve_py(i, w)):
+            np.testing.assert_array_equal(got, expected)

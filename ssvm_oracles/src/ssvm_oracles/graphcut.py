@@ -1,10 +1,10 @@
 """Binary superpixel segmentation (HorseSeg, 001 App. I.3): graph-cut max oracle.
 
-The max oracle is an exact min-cut computed by PyMaxflow (Boykov-Kolmogorov),
-one graph per call, built with PyMaxflow's vectorised calls.  PyMaxflow is
-GPL-3 and optional (``pip install "ssvm-oracles[graphcut]"``); it is imported
-only when a cut is computed.  PyMaxflow holds the GIL, so this oracle is a
-Python oracle (``ssvm_core.PythonOracle`` wraps it).
+The max oracle is :class:`GraphCutOracle` (``ssvm_oracles._graphcut``), a
+Cython oracle that runs without the GIL: potentials from CSR unary features,
+an exact s-t min-cut by its own max-flow (Dinic's algorithm), then sparse psi
+and the class-balanced loss.  :meth:`GraphCutModel.predict` uses the same
+min-cut.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
+from ssvm_oracles._graphcut import GraphCutOracle, min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "balanced_weights"]
 
@@ -26,28 +27,12 @@ class NonSubmodularError(ValueError):
     """The pairwise weights are negative: the max oracle is no longer a min-cut."""
 
 
-def _maxflow():
-    try:
-        import maxflow
-    except ImportError as err:
-        raise ImportError(
-            "GraphCutModel needs PyMaxflow (GPL-3, an optional dependency): install it with "
-            "pip install 'ssvm-oracles[graphcut]' or pip install PyMaxflow") from err
-    return maxflow
-
-
-#: Unary features at most this dense are stored in CSR form (with their transpose): the
-#: products with w_U and with the label difference then cost O(nnz).
-SPARSE_DENSITY = 0.2
-
-
 class _Image(NamedTuple):
-    """One validated example: features as float64, edges as two index vectors."""
+    """One validated example: CSR unary features, edges as two index vectors."""
 
-    unary: np.ndarray | sp.csr_array  # (n_nodes, n_unary), C-contiguous or CSR
-    unary_t: sp.csr_array | None  # (n_unary, n_nodes) CSR when unary is sparse
-    head: np.ndarray  # (n_edges,) intp, first endpoint
-    tail: np.ndarray  # (n_edges,) intp, second endpoint
+    unary: sp.csr_array  # (n_nodes, n_unary) float64, explicit zeros removed
+    head: np.ndarray  # (n_edges,) int32, first endpoint
+    tail: np.ndarray  # (n_edges,) int32, second endpoint
     pairwise: np.ndarray  # (n_edges, n_pairwise), C-contiguous, >= 0
 
 
@@ -88,24 +73,11 @@ def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None) -> _Ima
     if pairwise.size and pairwise.min() < 0:
         raise ValueError(f"X[{i}] has negative pairwise features; they must be >= 0 so that "
                          "nonnegative pairwise weights give a submodular problem")
-    nnz = unary.count_nonzero() if sp.issparse(unary) else np.count_nonzero(unary)
-    if nnz <= SPARSE_DENSITY * unary.shape[0] * unary.shape[1]:
-        unary = sp.csr_array(unary)
-        unary.eliminate_zeros()
-        unary_t = sp.csr_array(unary.T)
-    else:
-        unary = np.ascontiguousarray(unary.toarray() if sp.issparse(unary) else unary)
-        unary_t = None
-    return _Image(unary, unary_t, edges[:, 0].astype(np.intp), edges[:, 1].astype(np.intp),
+    unary = sp.csr_array(unary)
+    unary.eliminate_zeros()
+    unary.sort_indices()
+    return _Image(unary, edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32),
                   np.ascontiguousarray(pairwise))
-
-
-def _unary_sum(image: _Image, coef: np.ndarray) -> np.ndarray:
-    """sum_p coef[p] x_p^U (skipping nodes with a zero coefficient when dense)."""
-    if image.unary_t is not None:
-        return image.unary_t @ coef
-    nodes = np.flatnonzero(coef)
-    return coef[nodes] @ image.unary[nodes]
 
 
 def _check_labels(y, i: int, n_nodes: int) -> np.ndarray:
@@ -134,31 +106,32 @@ def balanced_weights(y_true: np.ndarray) -> np.ndarray:
     return omega[y_true]
 
 
-def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
-    if w_pairwise.size and w_pairwise.min() < 0:
-        k = int(np.argmin(w_pairwise))
-        raise NonSubmodularError(
-            f"pairwise weight w_P[{k}] = {w_pairwise[k]:.6g} is negative: the graph-cut "
+def _nonsubmodular_message(k: int, value: float) -> str:
+    return (f"pairwise weight w_P[{k}] = {value:.6g} is negative: the graph-cut "
             "oracle is exact only for w_P >= 0 (001 App. I.3). Train with the box "
             "constraint of GraphCutModel.weight_bounds() (001 App. H)")
 
 
-def _min_cut(unary_cost: np.ndarray, capacity: np.ndarray, image: _Image) -> np.ndarray:
-    """argmin_y sum_p y_p unary_cost[p] + sum_e capacity[e] [y_head != y_tail].
+def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
+    if w_pairwise.size and w_pairwise.min() < 0:
+        k = int(np.argmin(w_pairwise))
+        raise NonSubmodularError(_nonsubmodular_message(k, w_pairwise[k]))
 
-    ``unary_cost[p]`` is the cost of label 1 minus the cost of label 0 and
-    ``capacity >= 0``.  Label 1 is the sink side of the cut.
-    """
-    maxflow = _maxflow()
-    n_nodes, n_edges = unary_cost.shape[0], capacity.shape[0]
-    graph = maxflow.Graph[float](n_nodes, n_edges)
-    nodes = graph.add_nodes(n_nodes)
-    if n_edges:
-        graph.add_edges(nodes[image.head], nodes[image.tail], capacity, capacity)
-    # A node on the sink side pays its source capacity, on the source side its sink capacity.
-    graph.add_grid_tedges(nodes, np.maximum(unary_cost, 0.0), np.maximum(-unary_cost, 0.0))
-    graph.maxflow()
-    return graph.get_grid_segments(nodes).astype(np.int32)
+
+def _pack(images: list[_Image], labels: list[np.ndarray]) -> GraphCutOracle:
+    """Concatenate the images into the arrays of :class:`GraphCutOracle`."""
+    unary = sp.vstack([im.unary for im in images], format="csr")
+    node_ptr = np.concatenate([[0], np.cumsum([im.unary.shape[0] for im in images])])
+    edge_ptr = np.concatenate([[0], np.cumsum([len(im.head) for im in images])])
+    n_pairwise = images[0].pairwise.shape[1]
+    return GraphCutOracle(
+        images[0].unary.shape[1], node_ptr.astype(np.intp), unary.indptr.astype(np.intp),
+        unary.indices.astype(np.int32), unary.data.astype(np.float64),
+        edge_ptr.astype(np.intp), np.concatenate([im.head for im in images]),
+        np.concatenate([im.tail for im in images]),
+        np.ascontiguousarray(np.concatenate([im.pairwise for im in images]).reshape(
+            -1, n_pairwise)),
+        np.concatenate(labels), np.concatenate([balanced_weights(y) for y in labels]))
 
 
 class GraphCutModel(StructuredModel):
@@ -245,8 +218,7 @@ class GraphCutModel(StructuredModel):
         if len(Y) != len(images):
             raise ValueError(f"X has {len(images)} images but Y has {len(Y)} labellings")
         labels = [_check_labels(y, i, im.unary.shape[0]) for i, (y, im) in enumerate(zip(Y, images))]
-        _maxflow()  # fail at bind time, not in the middle of a fit
-        return GraphCutOracle(images, labels)
+        return _pack(images, labels)
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         images = self._check_X(X)
@@ -254,14 +226,14 @@ class GraphCutModel(StructuredModel):
         w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
         _check_pairwise_weights(w_pairwise)
         # max <w, phi>: label 1 costs -2 <w_U, x_p> more than label 0.
-        return [_min_cut(-2.0 * (im.unary @ w_unary), im.pairwise @ w_pairwise, im)
+        return [min_cut(-2.0 * (im.unary @ w_unary), im.pairwise @ w_pairwise, im.head, im.tail)
                 for im in images]
 
     def joint_feature(self, x, y) -> np.ndarray:
         image = self._check_X([x])[0]
         y = _check_labels(y, 0, image.unary.shape[0])
         cut = (y[image.head] != y[image.tail]).astype(np.float64)
-        return np.concatenate([_unary_sum(image, 2.0 * y - 1.0), -(cut @ image.pairwise)])
+        return np.concatenate([image.unary.T @ (2.0 * y - 1.0), -(cut @ image.pairwise)])
 
     def loss(self, y_true, y_pred) -> float:
         y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
@@ -274,70 +246,3 @@ class GraphCutModel(StructuredModel):
         n_nodes = x[0].shape[0] if sp.issparse(x[0]) else np.asarray(x[0]).shape[0]
         for labels in itertools.product((0, 1), repeat=n_nodes):
             yield np.array(labels, dtype=np.int32)
-
-
-class GraphCutOracle:
-    """Exact loss-augmented min-cut oracle of :class:`GraphCutModel` on a training set.
-
-    A Python oracle (``solve``/``evaluate``); solvers wrap it with
-    ``ssvm_core.as_oracle``.  ``psi_i(y)`` is returned dense.
-
-    Parameters
-    ----------
-    images : list of _Image
-        Validated inputs (from ``GraphCutModel.bind``).
-    labels : list of int32 ndarray
-        Ground-truth labellings.
-    """
-
-    def __init__(self, images: list[_Image], labels: list[np.ndarray]):
-        self.images = images
-        self.labels = labels
-        self.n_unary = images[0].unary.shape[1]
-        self.n_pairwise = images[0].pairwise.shape[1]
-        self.n_blocks = len(images)
-        self.n_features = self.n_unary + self.n_pairwise
-        self.max_labels = max(im.unary.shape[0] for im in images)
-        self.max_psi_nnz = self.n_features
-        self._omega = [balanced_weights(y) for y in labels]
-        self._true_cut = [(y[im.head] != y[im.tail]).astype(np.float64)
-                          for y, im in zip(labels, images)]
-
-    def solve(self, i: int, w: np.ndarray):
-        """argmax_y L_i(y) + <w, phi(x_i, y)> by one min-cut: ``(labels, psi, loss)``."""
-        labels = _min_cut(*self.potentials(i, w), image=self.images[i])
-        psi, loss = self._psi_loss(i, labels)
-        return labels, psi, loss
-
-    def potentials(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Unary costs (label 1 minus label 0) and edge capacities of block i's min-cut.
-
-        Minimising -(L_i(y) + <w, phi(x_i, y)>): label 1 costs -u_p - omega_p
-        [y_i,p = 0] and label 0 costs u_p - omega_p [y_i,p = 1], with u_p =
-        <w_U, x_p>; a cut edge costs <w_P, x_pq> >= 0.
-        """
-        image, y_true = self.images[i], self.labels[i]
-        w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
-        _check_pairwise_weights(w_pairwise)
-        unary_cost = -2.0 * (image.unary @ w_unary) + self._omega[i] * (2 * y_true - 1)
-        return unary_cost, image.pairwise @ w_pairwise
-
-    def evaluate(self, i: int, labels: np.ndarray, w: np.ndarray):
-        """psi_i(y) and L_i(y) of a given labelling: ``(psi, loss)``."""
-        image = self.images[i]
-        n_nodes = image.unary.shape[0]
-        labels = np.asarray(labels)
-        if labels.shape != (n_nodes,) or np.any((labels != 0) & (labels != 1)):
-            raise ValueError(f"block {i} needs a 0/1 labelling of its {n_nodes} nodes, "
-                             f"got {labels!r}")
-        return self._psi_loss(i, labels.astype(np.int32))
-
-    def _psi_loss(self, i: int, labels: np.ndarray):
-        """psi_i(y) and L_i(y) of a checked 0/1 labelling."""
-        image, y_true = self.images[i], self.labels[i]
-        diff = 2.0 * (y_true - labels)
-        psi = np.empty(self.n_features)
-        psi[:self.n_unary] = _unary_sum(image, diff)
-        cut = labels[image.head] != labels[image.tail]
-        psi[self.n_unary:] = (cut - self._true_cut[i]) @ image.pairwise
-        return psi, float(self._omega[i] @ (y_true != labels))
