@@ -365,3 +365,31 @@ def test_python_solve_many_is_checked():
         as_oracle(TooMany(inner)).solve_many_py(0, np.zeros(oracle.n_features), 2)
     with pytest.raises(ValueError, match="n_samples"):
         solve(oracle, 0.1, n_samples=0)
+
+
+@pytest.mark.parametrize("step,cache", [("pairwise", True), ("corrective", False)])
+def test_float32_atoms_are_certified_and_round_trip(tmp_path, step, cache):
+    """psi stored in single precision: the solver's w is built from rounded corners,
+    so D is that of a perturbed problem; the certificate holds up to the rounding,
+    |D - D_exact| <~ 2^-24 lam ||w||^2 (documented at ``solve``)."""
+    from ssvm_core.testing import random_chain_data
+    from ssvm_oracles import ChainModel
+    rng = np.random.default_rng(5)
+    X, Y = random_chain_data(rng, 4, 3, 3, 2)
+    toy = _toy(ChainModel(3, 2), X, Y, 0.05, rng)
+    p_star = solve_dual_qp(toy.enum.psi, toy.enum.loss, toy.lam).primal
+    result = solve(toy.oracle, toy.lam, step=step, cache=cache, psi_float32=True, tol=1e-5,
+                   max_passes=5000, averaging=False, random_state=0)
+    arrays = result.state.atoms.to_arrays()
+    assert arrays["atom_psi_val"].dtype == np.float32
+    primal = primal_by_enumeration(toy.enum.psi, toy.enum.loss, toy.lam, result.w)
+    slack = 1e-6 * toy.lam * float(result.w @ result.w)
+    assert -1e-9 <= primal - p_star <= result.gap + slack
+    assert result.status == "converged"
+    result.state.check_atoms(atol=1e-6)                 # w_i from rounded psi
+    path = tmp_path / "state.npz"
+    result.state.save(path)
+    loaded = SolverState.load(path)
+    assert loaded.atoms.single
+    np.testing.assert_array_equal(loaded.atoms.to_arrays()["atom_psi_val"],
+                                  arrays["atom_psi_val"])

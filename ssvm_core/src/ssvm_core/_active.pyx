@@ -23,7 +23,7 @@ from libc.stdlib cimport free, malloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot,
+from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot, _psi_at,
                                _atom_scatter)
 from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
                                 _use_ground_truth)
@@ -186,7 +186,7 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
         for k in range(l, K):
             dot = 0.0
             for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                dot += blk.psi_val[q] * s[blk.psi_idx[q]]
+                dot += _psi_at(blk, q) * s[blk.psi_idx[q]]
             G[k * K + l] = dot
             G[l * K + k] = dot
         _atom_clear(blk, l, s)

@@ -21,19 +21,28 @@ ctypedef struct BlockAtoms:
     intp_t lab_cap
     intp_t* psi_off       # cap + 1
     int32_t* psi_idx
-    float64_t* psi_val
+    void* psi_val         # float64, or float32 when ``single``
     intp_t psi_cap
+    bint single
 
 
 cdef class ActiveSets:
     cdef BlockAtoms* blocks
     cdef readonly intp_t n_blocks
     cdef readonly intp_t cache_size     # eviction starts above this many atoms
+    cdef readonly bint single           # psi values stored as float32
 
     cdef intp_t _find(self, intp_t i, const Corner* c) noexcept nogil
     cdef intp_t _add(self, intp_t i, const Corner* c, intp_t step,
                      intp_t n_features) except -1 nogil
     cdef int _remove(self, intp_t i, intp_t k) except -1 nogil
+
+
+cdef inline float64_t _psi_at(const BlockAtoms* blk, intp_t p) noexcept nogil:
+    """Value of psi entry p (stored in double or single precision)."""
+    if blk.single:
+        return (<const float*> blk.psi_val)[p]
+    return (<const float64_t*> blk.psi_val)[p]
 
 
 cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil

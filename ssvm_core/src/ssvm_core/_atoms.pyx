@@ -45,7 +45,7 @@ cdef int _reserve(BlockAtoms* blk, intp_t atoms, intp_t labels, intp_t nnz) exce
     if nnz > blk.psi_cap:
         cap = max(nnz, 2 * blk.psi_cap)
         _grow(<void**> &blk.psi_idx, cap, sizeof(int32_t))
-        _grow(<void**> &blk.psi_val, cap, sizeof(float64_t))
+        _grow(&blk.psi_val, cap, sizeof(float) if blk.single else sizeof(float64_t))
         blk.psi_cap = cap
     return 0
 
@@ -54,8 +54,14 @@ cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) no
     """<psi_k, w>."""
     cdef float64_t acc = 0.0
     cdef intp_t p
-    for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-        acc += blk.psi_val[p] * w[blk.psi_idx[p]]
+    cdef const float* v32 = <const float*> blk.psi_val
+    cdef const float64_t* v64 = <const float64_t*> blk.psi_val
+    if blk.single:
+        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
+            acc += v32[p] * w[blk.psi_idx[p]]
+    else:
+        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
+            acc += v64[p] * w[blk.psi_idx[p]]
     return acc
 
 
@@ -63,8 +69,14 @@ cdef void _atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
                         float64_t* s) noexcept nogil:
     """s += coef * psi_k."""
     cdef intp_t p
-    for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-        s[blk.psi_idx[p]] += coef * blk.psi_val[p]
+    cdef const float* v32 = <const float*> blk.psi_val
+    cdef const float64_t* v64 = <const float64_t*> blk.psi_val
+    if blk.single:
+        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
+            s[blk.psi_idx[p]] += coef * v32[p]
+    else:
+        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
+            s[blk.psi_idx[p]] += coef * v64[p]
 
 
 cdef void _atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil:
@@ -72,6 +84,13 @@ cdef void _atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept no
     cdef intp_t p
     for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
         s[blk.psi_idx[p]] = 0.0
+
+
+cdef inline void _set_psi(BlockAtoms* blk, intp_t p, float64_t value) noexcept nogil:
+    if blk.single:
+        (<float*> blk.psi_val)[p] = <float> value
+    else:
+        (<float64_t*> blk.psi_val)[p] = value
 
 
 cdef bint _is_ground_truth(const Corner* c) noexcept nogil:
@@ -96,6 +115,10 @@ cdef class ActiveSets:
         Atoms a block keeps before inactive ones (alpha = 0) are evicted,
         least recently used first.  Active atoms are never evicted: the block
         grows instead.
+    single : bool
+        Store psi values as float32 (labellings, losses and alpha stay exact):
+        about a third less memory for the atoms; each stored psi is rounded
+        to single precision, so the solver works with those rounded corners.
 
     Notes
     -----
@@ -103,13 +126,14 @@ cdef class ActiveSets:
     block holds only it, with alpha = 1 (the initial dual point w = 0).
     """
 
-    def __cinit__(self, intp_t n_blocks, intp_t cache_size=50):
+    def __cinit__(self, intp_t n_blocks, intp_t cache_size=50, bint single=False):
         if n_blocks < 1:
             raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
         if cache_size < 2:
             raise ValueError(f"cache_size must be >= 2, got {cache_size}")
         self.n_blocks = n_blocks
         self.cache_size = cache_size
+        self.single = single
         self.blocks = <BlockAtoms*> malloc(n_blocks * sizeof(BlockAtoms))
         if self.blocks == NULL:
             raise MemoryError()
@@ -119,7 +143,9 @@ cdef class ActiveSets:
             blk = &self.blocks[i]
             blk.n = 0
             blk.cap = blk.lab_cap = blk.psi_cap = 0
-            blk.alpha = blk.loss = blk.score = blk.psi_val = NULL
+            blk.alpha = blk.loss = blk.score = NULL
+            blk.psi_val = NULL
+            blk.single = single
             blk.last_used = blk.lab_off = blk.psi_off = NULL
             blk.labels = blk.psi_idx = NULL
         for i in range(n_blocks):
@@ -194,12 +220,13 @@ cdef class ActiveSets:
         p = blk.psi_off[k]
         if c.psi_idx != NULL:
             memcpy(blk.psi_idx + p, c.psi_idx, nnz * sizeof(int32_t))
-            memcpy(blk.psi_val + p, c.psi_val, nnz * sizeof(float64_t))
+            for t in range(nnz):
+                _set_psi(blk, p + t, c.psi_val[t])
         else:
             for t in range(n_features):
                 if c.psi_val[t] != 0.0:
                     blk.psi_idx[p] = <int32_t> t
-                    blk.psi_val[p] = c.psi_val[t]
+                    _set_psi(blk, p, c.psi_val[t])
                     p += 1
         blk.psi_off[k + 1] = blk.psi_off[k] + nnz
         blk.alpha[k] = 0.0
@@ -224,8 +251,9 @@ cdef class ActiveSets:
                 tail_l * sizeof(int32_t))
         memmove(blk.psi_idx + blk.psi_off[k], blk.psi_idx + blk.psi_off[k + 1],
                 tail_p * sizeof(int32_t))
-        memmove(blk.psi_val + blk.psi_off[k], blk.psi_val + blk.psi_off[k + 1],
-                tail_p * sizeof(float64_t))
+        cdef size_t width = sizeof(float) if blk.single else sizeof(float64_t)
+        memmove(<char*> blk.psi_val + blk.psi_off[k] * width,
+                <char*> blk.psi_val + blk.psi_off[k + 1] * width, tail_p * width)
         for t in range(k, blk.n - 1):
             blk.alpha[t] = blk.alpha[t + 1]
             blk.loss[t] = blk.loss[t + 1]
@@ -275,7 +303,7 @@ cdef class ActiveSets:
         cdef float64_t[:, ::1] o = out
         for k in range(blk.n):
             for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                o[k, blk.psi_idx[p]] += blk.psi_val[p]
+                o[k, blk.psi_idx[p]] += _psi_at(blk, p)
         return out
 
     def total_atoms(self) -> int:
@@ -307,14 +335,20 @@ cdef class ActiveSets:
                     labels.append(np.array(<int32_t[:lab_len[a]]> (blk.labels + blk.lab_off[k])))
                 if psi_len[a]:
                     idx.append(np.array(<int32_t[:psi_len[a]]> (blk.psi_idx + blk.psi_off[k])))
-                    val.append(np.array(<float64_t[:psi_len[a]]> (blk.psi_val + blk.psi_off[k])))
+                    if blk.single:
+                        val.append(np.array(<float[:psi_len[a]]> (
+                            <float*> blk.psi_val + blk.psi_off[k])))
+                    else:
+                        val.append(np.array(<float64_t[:psi_len[a]]> (
+                            <float64_t*> blk.psi_val + blk.psi_off[k])))
                 a += 1
         cat_i = lambda parts: (np.concatenate(parts).astype(np.int32) if parts
                                else np.zeros(0, np.int32))
         return {"atom_ptr": atom_ptr, "atom_lab_len": lab_len, "atom_psi_len": psi_len,
                 "atom_alpha": alpha, "atom_loss": loss, "atom_last_used": last,
                 "atom_labels": cat_i(labels), "atom_psi_idx": cat_i(idx),
-                "atom_psi_val": np.concatenate(val) if val else np.zeros(0),
+                "atom_psi_val": (np.concatenate(val) if val else np.zeros(0)).astype(
+                    np.float32 if self.single else np.float64),
                 "atom_cache_size": np.array(self.cache_size)}
 
     @staticmethod
@@ -328,6 +362,7 @@ cdef class ActiveSets:
         last = np.asarray(arrays["atom_last_used"], dtype=np.intp)
         labels = np.ascontiguousarray(arrays["atom_labels"], dtype=np.int32)
         idx = np.ascontiguousarray(arrays["atom_psi_idx"], dtype=np.int32)
+        single = np.asarray(arrays["atom_psi_val"]).dtype == np.float32
         val = np.ascontiguousarray(arrays["atom_psi_val"], dtype=np.float64)
         total = int(ptr[-1]) if ptr.size else 0
         if (ptr.ndim != 1 or ptr.size < 2 or ptr[0] != 0 or np.any(np.diff(ptr) < 1)
@@ -339,7 +374,7 @@ cdef class ActiveSets:
         if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0)
                 and np.all(np.isfinite(val)) and np.all(loss >= 0)):
             raise ValueError("active-set arrays hold negative or non-finite values")
-        cdef ActiveSets sets = ActiveSets(ptr.size - 1, int(arrays["atom_cache_size"]))
+        cdef ActiveSets sets = ActiveSets(ptr.size - 1, int(arrays["atom_cache_size"]), single)
         cdef intp_t i, k, a, lo = 0, po = 0, nl, nnz
         cdef BlockAtoms* blk
         cdef int32_t[::1] lv = labels if labels.size else np.zeros(1, np.int32)
@@ -361,7 +396,8 @@ cdef class ActiveSets:
                 memcpy(blk.labels, &lv[lo], nl * sizeof(int32_t))
             if nnz:
                 memcpy(blk.psi_idx, &iv[po], nnz * sizeof(int32_t))
-                memcpy(blk.psi_val, &vv[po], nnz * sizeof(float64_t))
+                for k in range(nnz):
+                    _set_psi(blk, k, vv[po + k])
             lo += nl
             po += nnz
         return sets

@@ -52,6 +52,8 @@ class SolverState:
     cache_size : int
         Atoms a block keeps before inactive ones are evicted (see
         ``ActiveSets``).
+    psi_float32 : bool
+        Store the atoms' psi values in single precision (see ``ActiveSets``).
 
     Attributes
     ----------
@@ -94,7 +96,8 @@ class SolverState:
 
     def __init__(self, lam: float, n_blocks: int, n_features: int,
                  supports: list[np.ndarray] | None = None, averaging: bool = True,
-                 box=None, active_sets: bool = False, cache_size: int = 50):
+                 box=None, active_sets: bool = False, cache_size: int = 50,
+                 psi_float32: bool = False):
         self.lam = _check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
@@ -114,7 +117,8 @@ class SolverState:
         else:
             self.lower, self.upper = check_box(box, self.n_features)
             self.w = np.clip(self.v, self.lower, self.upper)
-        self.atoms = ActiveSets(self.n_blocks, cache_size) if active_sets else None
+        self.atoms = (ActiveSets(self.n_blocks, cache_size, psi_float32) if active_sets
+                      else None)
         self.ell = 0.0
         self.averaging = bool(averaging)
         self.avg_u = np.zeros(n_features if averaging else 0)
@@ -132,12 +136,13 @@ class SolverState:
 
     @classmethod
     def for_oracle(cls, oracle: MaxOracle, lam: float, averaging: bool = True, box=None,
-                   active_sets: bool = False, cache_size: int = 50) -> SolverState:
+                   active_sets: bool = False, cache_size: int = 50,
+                   psi_float32: bool = False) -> SolverState:
         """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``
         (a ``MaxOracle`` or any Python oracle, see ``as_oracle``)."""
         oracle = as_oracle(oracle)
         return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
-                   box, active_sets, cache_size)
+                   box, active_sets, cache_size, psi_float32)
 
     @property
     def dense_blocks(self) -> bool:
