@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import strategies as st
 
 from ssvm_core import BruteForceOracle
@@ -92,6 +93,23 @@ def binary_problems(draw):
         cost = _random_cost(rng, 2) if kind == "multiclass_cost" else None
         model = MulticlassModel(2, F, cost=cost)
     return _toy(model, X, Y, lam, rng)
+
+
+def assert_box_fit_certified(model, X, Y, batch: bool, lam: float = 0.1) -> None:
+    """Fit with ``box="model"``: w stays in the model's box and the reported primal
+    of the returned w equals an independent enumeration of max_y H_i."""
+    from ssvm_core import FrankWolfeSSVM
+    from ssvm_core.testing import primal_by_enumeration
+
+    svm = FrankWolfeSSVM(model, lam=lam, batch=batch, box="model", max_passes=30,
+                         gap_check_every=5, tol=0.0, random_state=0).fit(X, Y)
+    lower, upper = model.weight_bounds()
+    assert np.all(svm.w_ >= lower) and np.all(svm.w_ <= upper)
+    problem = enumerate_problem(BruteForceOracle(model, X, Y))
+    primal = primal_by_enumeration(problem.psi, problem.loss, lam, svm.w_)
+    last = [r for r in svm.history_ if r["gap_avg"] is not None][-1]
+    assert last["primal_avg"] == pytest.approx(primal, rel=1e-9, abs=1e-12)
+    assert 0.0 <= svm.gap_ == pytest.approx(last["gap_avg"])
 
 
 class DelegatingOracle:

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from strategies import assert_box_fit_certified
 
 from ssvm.cli import main
-from ssvm_core import BruteForceOracle, FrankWolfeSSVM
-from ssvm_core.testing import enumerate_problem, primal_by_enumeration
 from ssvm_data import horseseg_like
 from ssvm_oracles import GraphCutModel
 
@@ -17,18 +16,7 @@ from ssvm_oracles import GraphCutModel
 @pytest.mark.parametrize("batch", [False, True])
 def test_box_constrained_fit_certifies_its_gap_by_enumeration(batch):
     X, Y = horseseg_like(4, n_nodes=6, n_unary=4, n_pairwise=3, random_state=5)
-    model = GraphCutModel()
-    lam = 0.1
-    svm = FrankWolfeSSVM(model, lam=lam, batch=batch, box="model", max_passes=30,
-                         gap_check_every=5, tol=0.0, random_state=0).fit(X, Y)
-    lower, _ = model.weight_bounds()
-    assert np.all(svm.w_ >= lower)
-    # The certified primal of the returned w equals an independent enumeration of H_i.
-    problem = enumerate_problem(BruteForceOracle(model, X, Y))
-    primal = primal_by_enumeration(problem.psi, problem.loss, lam, svm.w_)
-    last = [r for r in svm.history_ if r["gap_avg"] is not None][-1]
-    assert last["primal_avg"] == pytest.approx(primal, rel=1e-9, abs=1e-12)
-    assert 0.0 <= svm.gap_ == pytest.approx(last["gap_avg"])
+    assert_box_fit_certified(GraphCutModel(), X, Y, batch)
 
 
 def test_cli_trains_synthetic_horseseg_within_the_box(tmp_path, capsys):

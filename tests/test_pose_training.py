@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from strategies import assert_box_fit_certified
 
 from ssvm.cli import main
-from ssvm_core import BruteForceOracle, FrankWolfeSSVM
-from ssvm_core.testing import enumerate_problem, primal_by_enumeration
+from ssvm_core import FrankWolfeSSVM
 from ssvm_data import lsp_like
 from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
 from ssvm_oracles import PoseModel
@@ -30,16 +30,7 @@ def tiny_pose_data(seed, n=3):
 @pytest.mark.parametrize("batch", [False, True])
 def test_box_constrained_fit_certifies_its_gap_by_enumeration(batch):
     model, X, Y = tiny_pose_data(0)
-    lam = 0.1
-    svm = FrankWolfeSSVM(model, lam=lam, batch=batch, box="model", max_passes=30,
-                         gap_check_every=5, tol=0.0, random_state=0).fit(X, Y)
-    lower, _ = model.weight_bounds()
-    assert np.all(svm.w_ >= lower)
-    problem = enumerate_problem(BruteForceOracle(model, X, Y))
-    primal = primal_by_enumeration(problem.psi, problem.loss, lam, svm.w_)
-    last = [r for r in svm.history_ if r["gap_avg"] is not None][-1]
-    assert last["primal_avg"] == pytest.approx(primal, rel=1e-9, abs=1e-12)
-    assert 0.0 <= svm.gap_ == pytest.approx(last["gap_avg"])
+    assert_box_fit_certified(model, X, Y, batch)
 
 
 def test_without_the_box_the_oracle_names_the_sign_constraint():

@@ -38,6 +38,14 @@ def data_home(data_home: str | os.PathLike | None = None) -> Path | None:
     return Path(os.fspath(data_home)).expanduser()
 
 
+def explicit_path(path: str | os.PathLike, what: str) -> Path:
+    """A user-given file or folder as a ``Path``; ``FileNotFoundError`` if it is missing."""
+    path = Path(os.fspath(path)).expanduser()
+    if not (path.is_file() or path.is_dir()):
+        raise FileNotFoundError(f"{what} data path {path} does not exist")
+    return path
+
+
 def find_file(directory: Path, names: Sequence[str]) -> Path | None:
     """Return the first of `names` that is a file in `directory`, or None."""
     for name in names:

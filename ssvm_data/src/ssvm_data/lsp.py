@@ -93,11 +93,9 @@ def find_lsp_file(
         If `path` is given but does not exist.
     """
     if path is not None:
-        path = Path(os.fspath(path)).expanduser()
+        path = _io.explicit_path(path, "LSP")
         if path.is_file():
             return path
-        if not path.is_dir():
-            raise FileNotFoundError(f"LSP data path {path} does not exist")
         found = _io.find_file(path, [LSP_FILE])
         if found is not None:
             return found

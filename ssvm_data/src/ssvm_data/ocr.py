@@ -152,11 +152,9 @@ def find_ocr_file(
         If `path` is given but does not exist.
     """
     if path is not None:
-        path = Path(os.fspath(path)).expanduser()
+        path = _io.explicit_path(path, "OCR")
         if path.is_file():
             return path
-        if not path.is_dir():
-            raise FileNotFoundError(f"OCR data path {path} does not exist")
     for directory, names in _search_plan(path, data_home):
         found = _io.find_file(directory, names)
         if found is not None:
