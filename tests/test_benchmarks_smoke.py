@@ -37,7 +37,9 @@ def bench(monkeypatch):
                    ssvm_bench.solvers._pass_inputs):
         cached.cache_clear()
     # ``params`` is evaluated at import, from the environment of that moment.
-    for suite in (ssvm_bench.oracles.ViterbiSuite, ssvm_bench.solvers.BCFWSuite):
+    ssvm_bench.solvers._variant_state.cache_clear()
+    for suite in (ssvm_bench.oracles.ViterbiSuite, ssvm_bench.solvers.BCFWSuite,
+                  ssvm_bench.solvers.VariantsSuite):
         params = [["ocr-like-fast"], *suite.params[1:]]
         monkeypatch.setattr(suite, "params", params)
     return ssvm_bench
@@ -102,6 +104,25 @@ def test_bcfw_suite(bench):
         gap = method(gaps, dataset)
         assert math.isfinite(gap) and 0.0 <= gap < 1.0
     suite.peakmem_fit(gaps, dataset)
+
+
+def test_variants_suite(bench):
+    suite_cls = bench.solvers.VariantsSuite
+    assert _methods(suite_cls) == ["time_one_pass", "track_effective_passes_after_10_passes",
+                                   "track_gap_after_10_passes"]
+    suite = suite_cls()
+    results = suite.setup_cache()
+    assert len(results) == 8
+    for dataset, variant in itertools.product(*suite_cls.params):
+        suite.setup(results, dataset, variant)
+        oracle, state = bench.solvers._variant_state(dataset, variant, None)
+        steps = state.n_steps
+        suite.time_one_pass(results, dataset, variant)
+        assert state.n_steps == steps + oracle.n_blocks
+        assert 0.0 <= suite.track_gap_after_10_passes(results, dataset, variant) < 1.0
+        eff = suite.track_effective_passes_after_10_passes(results, dataset, variant)
+        assert 1.0 <= eff <= 12.0 + 1e-9          # 10 passes + 2 gap checks at most
+    assert suite.track_gap_after_10_passes.unit == "duality gap"
 
 
 @pytest.mark.shared_data

@@ -1,10 +1,14 @@
-"""BCFW on OCR-large at lambda = 0.01: time per pass, certified gaps, peak memory."""
+"""Solvers on OCR-large: BCFW at lambda = 0.01 (time per pass, certified gaps, peak
+memory) and the 8 variants of 001 Fig. 3 at lambda = 0.001."""
 
 from __future__ import annotations
 
 import functools
+from typing import ClassVar
 
-from ssvm_core import FrankWolfeSSVM, SolverState, _fw, solve
+import numpy as np
+
+from ssvm_core import FrankWolfeSSVM, SolverState, _active, _fw, solve
 from ssvm_oracles import ChainModel
 
 from .common import (
@@ -109,3 +113,81 @@ class BCFWSuite(DataMixin, SSVMBenchmark):
         FrankWolfeSSVM(ChainModel(n_states=N_STATES), lam=self.lam, max_passes=GAP_PASSES,
                        gap_check_every=GAP_PASSES, random_state=ORDER_SEED,
                        tol=0).fit(self.X, self.Y)
+
+
+#: The 8 combinations of 001 Fig. 3: sampling:step:cache.
+VARIANTS = [f"{s}:{t}:{c}" for s in ("uniform", "gap") for t in ("fw", "pairwise")
+            for c in ("nocache", "cache")]
+#: lambda of 001 Fig. 3 on OCR-large.
+VARIANT_LAM = 0.001
+
+
+def _variant_options(variant: str) -> dict:
+    sampling, step, cache = variant.split(":")
+    return {"sampling": sampling, "step": step, "cache": cache == "cache"}
+
+
+@functools.lru_cache(maxsize=8)
+def _variant_state(dataset: str, variant: str, home: str | None):
+    """A state after one pass of the variant (the first pass page-faults)."""
+    oracle = bound_oracle(dataset)
+    return oracle, solve(oracle, VARIANT_LAM, **_variant_options(variant), averaging=False,
+                         max_passes=1, tol=0, random_state=ORDER_SEED).state
+
+
+class VariantsSuite(SSVMBenchmark):
+    """The 8 block-coordinate variants of 001 Fig. 3 at lambda = 0.001, no averaging.
+
+    - ``time_one_pass``: one more solver pass (n block steps, gap checks
+      excluded) continuing the variant's own run.
+    - ``track_gap_after_10_passes``: exact gap of the iterate after 10 passes.
+    - ``track_effective_passes_after_10_passes``: oracle calls / n spent by then
+      (caching saves calls; gap checks count).
+    """
+
+    params: ClassVar[list] = [SSVMBenchmark.params[0], VARIANTS]
+    param_names: ClassVar[list] = ["dataset", "variant"]
+
+    def setup_cache(self):
+        out = {}
+        for dataset in self.params[0]:
+            try:
+                oracle = bound_oracle(dataset)
+            except NotImplementedError:
+                continue
+            for variant in self.params[1]:
+                result = solve(oracle, VARIANT_LAM, **_variant_options(variant),
+                               averaging=False, max_passes=GAP_PASSES,
+                               gap_check_every=GAP_PASSES, tol=0, random_state=ORDER_SEED)
+                out[dataset, variant] = {"gap": float(result.history[-1]["gap"]),
+                                         "effective_passes": result.state.effective_passes}
+        return out
+
+    def setup(self, results, dataset, variant):
+        if (dataset, variant) not in results:
+            raise NotImplementedError(f"no data for {dataset}")
+        _variant_state(dataset, variant, data_home())
+
+    def time_one_pass(self, results, dataset, variant):
+        oracle, state = _variant_state(dataset, variant, data_home())
+        options = _variant_options(variant)
+        order, uniforms = block_order(oracle.n_blocks, ORDER_SEED + state.passes), None
+        if options["sampling"] == "gap":     # the kernels' gap sampling (solve's order)
+            order = order[:0]
+            uniforms = np.random.default_rng(state.passes).random(oracle.n_blocks)
+        if options["step"] == "fw" and not options["cache"]:
+            _fw.bcfw_pass(oracle, state, order, True, uniforms)
+        else:
+            _active.active_pass(oracle, state, order, step=options["step"],
+                                cache=options["cache"], gap_uniforms=uniforms)
+        state.passes += 1
+
+    def track_gap_after_10_passes(self, results, dataset, variant):
+        return results[dataset, variant]["gap"]
+
+    track_gap_after_10_passes.unit = "duality gap"
+
+    def track_effective_passes_after_10_passes(self, results, dataset, variant):
+        return results[dataset, variant]["effective_passes"]
+
+    track_effective_passes_after_10_passes.unit = "effective passes"
