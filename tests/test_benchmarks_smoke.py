@@ -197,3 +197,10 @@ def test_asv_config():
         assert (BENCH_DIR.parent / package / "pyproject.toml").is_file()
     assert all("--no-index" in cmd for cmd in config["install_command"])
     assert set(config["matrix"]["req"]) >= {"numpy", "scipy", "Cython"}
+
+
+def test_bench_active_overhead_script(capsys):
+    script = _load_script(BENCH_DIR / "scripts" / "bench_active_overhead.py")
+    assert script.main(["--synthetic", "8", "--passes", "2", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert all(v in out for v in script.VARIANTS)
