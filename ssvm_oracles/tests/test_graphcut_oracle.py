@@ -14,7 +14,6 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from scipy.sparse.csgraph import maximum_flow
 
 from ssvm_core import BruteForceOracle, MaxOracle, as_oracle
@@ -361,3 +360,16 @@ def test_oracle_is_compiled_pickles_and_reports_its_sizes():
     for i in range(2):
         for got, expected in zip(clone.solve_py(i, w), oracle.solve_py(i, w)):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_threads_give_the_same_scores_as_serial_calls():
+    """The oracle runs without the GIL with per-call workspaces: two threads, same answers."""
+    from ssvm_core.parallel import score_pass
+
+    rng = np.random.default_rng(6)
+    graphs = [random_graph(rng, 25, 8, 3, 0.2, 0.4) for _ in range(8)]
+    Y = [rng.integers(0, 2, size=25) for _ in graphs]
+    oracle = GraphCutModel().bind(graphs, Y)
+    w = feasible_weights(rng, 8, 3)[2]
+    serial = sum(oracle.solve_py(i, w)[3] for i in range(8))
+    assert score_pass(oracle, w, n_jobs=2) == pytest.approx(serial, rel=1e-12)

@@ -4,17 +4,19 @@ Model and loss are documented in ``ssvm_oracles.graphcut.GraphCutModel``.  One
 call of the oracle on image i:
 
 1. unary scores u_p = <w_U, x_p> from the CSR rows of the unary features
-   (O(nnz)) and edge capacities c_e = <w_P, x_e> >= 0 (O(n_edges n_pairwise));
+   (O(nnz)) and edge capacities c_e = <w_P, x_e> >= 0 from the transposed
+   pairwise features, reading only the rows of nonzero pairwise weights;
 2. an exact s-t minimum cut of the energy
    sum_p D_p [y_p = 1] + sum_e c_e [y_p != y_q], D_p = -2 u_p + omega_p (2 y*_p - 1),
-   which is minus the loss-augmented score up to a constant, by Dinic's
-   max-flow algorithm (BFS level graph, blocking flow by an iterative DFS with
-   current-arc pointers).  Node p gets one terminal arc: source -> p of
-   capacity D_p when D_p >= 0 (cut when y_p = 1, the sink side), else p -> sink
-   of capacity -D_p (cut when y_p = 0).  Each undirected edge is one pair of
-   opposite arcs of capacity c_e.  After the last phase the nodes reachable
-   from the source in the residual graph take label 0, the others label 1;
-   by max-flow = min-cut that labelling has the minimum energy;
+   which is minus the loss-augmented score up to a constant, by the
+   Boykov-Kolmogorov max-flow algorithm (two search trees, augmentation,
+   adoption of orphans; Boykov & Kolmogorov, IEEE TPAMI 2004), after pushing
+   flow along every path source -> p -> q -> sink.  Node p has one terminal
+   arc: source -> p of capacity D_p when D_p > 0 (cut when y_p = 1, the sink
+   side), else p -> sink of capacity -D_p (cut when y_p = 0).  Each
+   undirected edge is one pair of opposite arcs of capacity c_e.  At the end
+   the nodes reachable from the source in the residual graph take label 0, the
+   others label 1; by max-flow = min-cut that labelling has the minimum energy;
 3. psi_i(y) = phi(x_i, y*) - phi(x_i, y) as sparse entries (the CSR rows of
    the nodes whose label differs, times +-2, then the n_pairwise pairwise
    entries when some edge changed its cut status), the class-balanced loss,
@@ -22,9 +24,10 @@ call of the oracle on image i:
 
 The max-flow works in floating point without tolerances: an augmentation
 subtracts the bottleneck from the arcs of the path, so the bottleneck arc
-drops to exactly 0 and every phase terminates; the final cut is optimal up to
-rounding of the capacities.  Negative pairwise weights make the energy
-non-submodular: ``solve`` then raises ``NonSubmodularError``.
+drops to exactly 0; the final cut is optimal up to rounding of the
+capacities.  Negative pairwise weights make the energy non-submodular:
+``solve`` then raises ``NonSubmodularError``.  Workspaces are allocated per
+call, so concurrent calls from several threads are safe.
 """
 
 cimport cython
@@ -36,139 +39,259 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
 
 
+cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const float64_t* val,
+                               intp_t nnz) noexcept nogil:
+    """sum_k w[idx[k]] val[k], with four partial sums (the add latency bounds one sum)."""
+    cdef intp_t k, n4 = nnz - nnz % 4
+    cdef float64_t s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
+    for k in range(0, n4, 4):
+        s0 += w[idx[k]] * val[k]
+        s1 += w[idx[k + 1]] * val[k + 1]
+        s2 += w[idx[k + 2]] * val[k + 2]
+        s3 += w[idx[k + 3]] * val[k + 3]
+    for k in range(n4, nnz):
+        s0 += w[idx[k]] * val[k]
+    return (s0 + s1) + (s2 + s3)
+
+
+cdef enum:
+    _FREE = 0
+    _SOURCE_TREE = 1
+    _SINK_TREE = 2
+    _TERMINAL = -1       # parent "arc" of a tree root: its terminal arc
+    _ORPHAN = -2         # parent of a node that lost its path to the terminal
+
+
+cdef inline intp_t _parent_node(intp_t v, const intp_t* tree, const intp_t* parent,
+                                const int32_t* to) noexcept nogil:
+    """The parent of v: the tail of its parent arc (source tree) or its head (sink tree)."""
+    return to[parent[v] ^ 1] if tree[v] == _SOURCE_TREE else to[parent[v]]
+
+
+cdef inline bint _rooted(intp_t v, const intp_t* tree, const intp_t* parent,
+                         const int32_t* to) noexcept nogil:
+    """Whether the tree path from v reaches its terminal (no orphan on the way)."""
+    while parent[v] != _TERMINAL:
+        if parent[v] == _ORPHAN:
+            return False
+        v = _parent_node(v, tree, parent, to)
+    return True
+
+
 cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
-                  const int32_t* head, const int32_t* tail, int32_t* labels) except -1 nogil:
+                  const int32_t* arc_to, const int32_t* node_arcs, const intp_t* arc_ptr,
+                  int32_t* labels) except -1 nogil:
     """labels = argmin_y sum_p D_p [y_p = 1] + sum_e c_e [y_head != y_tail], c >= 0.
 
-    Nodes 0..n-1, source n, sink n + 1.  Arc pairs (2k, 2k + 1) are each other's
-    reverse: pairs 0..m-1 are the edges, pairs m..m+n-1 the terminal arcs.
+    Boykov-Kolmogorov max-flow.  Arcs 2e (head -> tail) and 2e + 1 (tail -> head)
+    of edge e are each other's reverse, both of capacity c_e; node p has the
+    terminal residuals rs[p] = max(D_p, 0) (source -> p) and rt[p] = max(-D_p, 0)
+    (p -> sink).  Two search trees grow from the terminals over residual arcs
+    (``parent[v]``: the arc into v for the source tree, out of v for the sink
+    tree); a source-tree node meeting a sink-tree node gives an augmenting path,
+    whose saturated arcs orphan their subtrees; orphans are re-attached to a
+    rooted neighbour or freed.  At the end the source tree is the set of nodes
+    reachable from the source in the residual graph: label 0, the others 1.
+
+    The graph comes from :func:`arc_lists`: ``arc_to[a]`` is the node arc a
+    points to, and the arcs leaving node p are ``node_arcs[arc_ptr[p]:arc_ptr[p + 1]]``.
     """
-    cdef intp_t V = n + 2, A = 2 * (m + n), s = n, t = n + 1
-    cdef intp_t e, p, v, a, k, depth, first, q_head, q_tail
+    cdef intp_t A = 2 * m, e, p, q, v, a, k, mid, q_head = 0, q_len = 0, n_orphans = 0
     cdef float64_t b
-    cdef float64_t* cap = <float64_t*> malloc(A * sizeof(float64_t))
-    cdef intp_t* mem = <intp_t*> malloc((3 * A + 5 * V + 1) * sizeof(intp_t))
-    if cap == NULL or mem == NULL:
-        free(cap)
+    cdef bint found
+    cdef float64_t* mem = <float64_t*> malloc((A + 2 * n) * sizeof(float64_t))
+    cdef intp_t* imem = <intp_t*> malloc(5 * n * sizeof(intp_t))
+    if mem == NULL or imem == NULL:
         free(mem)
+        free(imem)
         with gil:
             raise MemoryError("max-flow workspace")
-    cdef intp_t* to = mem               # A: target node of each arc
-    cdef intp_t* adj = to + A           # A: arcs leaving each node, CSR with adj_ptr
-    cdef intp_t* adj_ptr = adj + A      # V + 1
-    cdef intp_t* level = adj_ptr + V + 1
-    cdef intp_t* cur = level + V        # current arc of each node (an index into adj)
-    cdef intp_t* queue = cur + V
-    cdef intp_t* path = queue + V       # arcs of the current path (at most V - 1)
-    cdef intp_t* fill = path + V
+    cdef float64_t* cap = mem
+    cdef float64_t* rs = cap + A
+    cdef float64_t* rt = rs + n
+    cdef const int32_t* to = arc_to
+    cdef const int32_t* adj = node_arcs
+    cdef const intp_t* adj_ptr = arc_ptr
+    cdef intp_t* tree = imem
+    cdef intp_t* parent = tree + n
+    cdef intp_t* queue = parent + n     # active nodes, circular FIFO
+    cdef intp_t* queued = queue + n
+    cdef intp_t* orphans = queued + n
     for e in range(m):
-        to[2 * e] = tail[e]
-        to[2 * e + 1] = head[e]
         cap[2 * e] = c[e]
         cap[2 * e + 1] = c[e]
     for p in range(n):
-        a = 2 * (m + p)
-        if D[p] >= 0.0:                 # source -> p, cut when y_p = 1
-            to[a] = p
-            to[a + 1] = s
-            cap[a] = D[p]
-        else:                           # p -> sink, cut when y_p = 0
-            to[a] = t
-            to[a + 1] = p
-            cap[a] = -D[p]
-        cap[a + 1] = 0.0
-    # CSR adjacency by counting sort on the tail of each arc (= target of its reverse).
-    for v in range(V + 1):
-        adj_ptr[v] = 0
-    for a in range(A):
-        adj_ptr[to[a ^ 1] + 1] += 1
-    for v in range(V):
-        adj_ptr[v + 1] += adj_ptr[v]
-        fill[v] = adj_ptr[v]
-    for a in range(A):
-        v = to[a ^ 1]
-        adj[fill[v]] = a
-        fill[v] += 1
-    while True:
-        # BFS levels from the source over arcs with residual capacity.
-        for v in range(V):
-            level[v] = -1
-        level[s] = 0
-        queue[0] = s
-        q_head, q_tail = 0, 1
-        while q_head < q_tail:
-            v = queue[q_head]
-            q_head += 1
-            if level[t] >= 0 and level[v] >= level[t] - 1:
-                break                             # deeper nodes are on no shortest path
-            for k in range(adj_ptr[v], adj_ptr[v + 1]):
-                a = adj[k]
-                if cap[a] > 0.0 and level[to[a]] < 0:
-                    level[to[a]] = level[v] + 1
-                    queue[q_tail] = to[a]
-                    q_tail += 1
-        if level[t] < 0:
-            break
-        # Blocking flow on the level graph.
-        for v in range(V):
-            cur[v] = adj_ptr[v]
-        v, depth = s, 0
-        while True:
-            if v == t:
-                b = cap[path[0]]
-                for k in range(1, depth):
-                    if cap[path[k]] < b:
-                        b = cap[path[k]]
-                first = -1
-                for k in range(depth):
-                    a = path[k]
-                    cap[a] -= b
-                    cap[a ^ 1] += b
-                    if first < 0 and cap[a] == 0.0:
-                        first = k
-                depth = first                     # resume before the first saturated arc
-                v = to[path[depth] ^ 1]
-                continue
-            while cur[v] < adj_ptr[v + 1]:
-                a = adj[cur[v]]
-                if cap[a] > 0.0 and level[to[a]] == level[v] + 1:
-                    break
-                cur[v] += 1
-            if cur[v] < adj_ptr[v + 1]:
-                path[depth] = a
-                depth += 1
-                v = to[a]
-            elif v == s:
-                break
-            else:                                 # dead end: retreat and never come back
-                level[v] = -1
-                depth -= 1
-                v = to[path[depth] ^ 1]
-                cur[v] += 1
+        rs[p] = D[p] if D[p] > 0.0 else 0.0
+        rt[p] = -D[p] if D[p] < 0.0 else 0.0
+    for a in range(A):                  # push along every path source -> p -> q -> sink first
+        p = to[a ^ 1]
+        q = to[a]
+        if rs[p] > 0.0 and rt[q] > 0.0 and cap[a] > 0.0:
+            b = min(rs[p], cap[a], rt[q])
+            rs[p] -= b
+            rt[q] -= b
+            cap[a] -= b
+            cap[a ^ 1] += b
     for p in range(n):
-        labels[p] = 0 if level[p] >= 0 else 1
-    free(cap)
+        tree[p] = _SOURCE_TREE if rs[p] > 0.0 else (_SINK_TREE if rt[p] > 0.0 else _FREE)
+        parent[p] = _TERMINAL
+        queued[p] = tree[p] != _FREE
+        if queued[p]:
+            queue[q_len] = p
+            q_len += 1
+    while True:
+        # Growth: scan active nodes until a source-tree node touches a sink-tree node.
+        found = False
+        while q_len > 0:
+            p = queue[q_head]
+            if tree[p] != _FREE:
+                for k in range(adj_ptr[p], adj_ptr[p + 1]):
+                    a = adj[k]
+                    if (cap[a] if tree[p] == _SOURCE_TREE else cap[a ^ 1]) <= 0.0:
+                        continue
+                    q = to[a]
+                    if tree[q] == _FREE:
+                        tree[q] = tree[p]
+                        parent[q] = a if tree[p] == _SOURCE_TREE else a ^ 1
+                        if not queued[q]:
+                            queued[q] = True
+                            queue[(q_head + q_len) % n] = q
+                            q_len += 1
+                    elif tree[q] != tree[p]:
+                        mid = a if tree[p] == _SOURCE_TREE else a ^ 1
+                        found = True
+                        break
+            if found:
+                break                       # p stays active: it may have more paths
+            queued[p] = False
+            q_head = (q_head + 1) % n
+            q_len -= 1
+        if not found:
+            break
+        # Augmentation: bottleneck of source -> ... -> mid -> ... -> sink.
+        b = cap[mid]
+        v = to[mid ^ 1]
+        while parent[v] != _TERMINAL:
+            b = min(b, cap[parent[v]])
+            v = to[parent[v] ^ 1]
+        b = min(b, rs[v])
+        v = to[mid]
+        while parent[v] != _TERMINAL:
+            b = min(b, cap[parent[v]])
+            v = to[parent[v]]
+        b = min(b, rt[v])
+        cap[mid] -= b
+        cap[mid ^ 1] += b
+        v = to[mid ^ 1]
+        while parent[v] != _TERMINAL:
+            a = parent[v]
+            cap[a] -= b
+            cap[a ^ 1] += b
+            if cap[a] == 0.0:
+                parent[v] = _ORPHAN
+                orphans[n_orphans] = v
+                n_orphans += 1
+            v = to[a ^ 1]
+        rs[v] -= b
+        if rs[v] == 0.0:
+            parent[v] = _ORPHAN
+            orphans[n_orphans] = v
+            n_orphans += 1
+        v = to[mid]
+        while parent[v] != _TERMINAL:
+            a = parent[v]
+            cap[a] -= b
+            cap[a ^ 1] += b
+            if cap[a] == 0.0:
+                parent[v] = _ORPHAN
+                orphans[n_orphans] = v
+                n_orphans += 1
+            v = to[a]
+        rt[v] -= b
+        if rt[v] == 0.0:
+            parent[v] = _ORPHAN
+            orphans[n_orphans] = v
+            n_orphans += 1
+        # Adoption: re-attach each orphan to a rooted neighbour of its tree, or free it.
+        while n_orphans > 0:
+            n_orphans -= 1
+            p = orphans[n_orphans]
+            for k in range(adj_ptr[p], adj_ptr[p + 1]):
+                a = adj[k]                  # p -> q; the tree arc would be q -> p (source)
+                q = to[a]                   # or p -> q (sink)
+                if (tree[q] == tree[p]
+                        and (cap[a ^ 1] if tree[p] == _SOURCE_TREE else cap[a]) > 0.0
+                        and _rooted(q, tree, parent, to)):
+                    parent[p] = a ^ 1 if tree[p] == _SOURCE_TREE else a
+                    break
+            if parent[p] != _ORPHAN:
+                continue
+            for k in range(adj_ptr[p], adj_ptr[p + 1]):
+                a = adj[k]
+                q = to[a]
+                if tree[q] != tree[p]:
+                    continue
+                if (cap[a ^ 1] if tree[p] == _SOURCE_TREE else cap[a]) > 0.0 and not queued[q]:
+                    queued[q] = True        # q may grow into p again
+                    queue[(q_head + q_len) % n] = q
+                    q_len += 1
+                if parent[q] >= 0 and _parent_node(q, tree, parent, to) == p:
+                    parent[q] = _ORPHAN
+                    orphans[n_orphans] = q
+                    n_orphans += 1
+            tree[p] = _FREE
+    for p in range(n):
+        labels[p] = 0 if tree[p] == _SOURCE_TREE else 1
     free(mem)
+    free(imem)
     return 0
 
 
-def min_cut(const float64_t[::1] unary_cost, const float64_t[::1] capacity,
-            const int32_t[::1] head, const int32_t[::1] tail):
+def arc_lists(head, tail, node_ptr, edge_ptr):
+    """The directed arcs of graphs packed one after the other, grouped by their tail.
+
+    Edge e of image i (local endpoints ``head[e]``, ``tail[e]``) gives the arcs
+    2 e' (head -> tail) and 2 e' + 1 (tail -> head), with e' = e - edge_ptr[i]
+    the edge's index inside its image.  Returns ``arc_to`` (2 edges,) int32,
+    the local node each arc points to (arcs in global order), ``node_arcs``
+    (2 edges,) int32 local arc indices grouped by global tail node, and
+    ``arc_ptr`` (nodes + 1,) intp: the arcs leaving global node p are
+    ``node_arcs[arc_ptr[p]:arc_ptr[p + 1]]``.
+    """
+    head, tail = np.asarray(head, np.int64), np.asarray(tail, np.int64)
+    node_ptr, edge_ptr = np.asarray(node_ptr, np.int64), np.asarray(edge_ptr, np.int64)
+    image = np.repeat(np.arange(len(edge_ptr) - 1), np.diff(edge_ptr))
+    arc_to = np.empty(2 * len(head), np.int32)
+    arc_to[0::2], arc_to[1::2] = tail, head
+    arc_tail = np.empty(2 * len(head), np.int64)
+    arc_tail[0::2], arc_tail[1::2] = head, tail
+    arc_tail += np.repeat(node_ptr[image], 2)
+    order = np.argsort(arc_tail, kind="stable")
+    node_arcs = (order - 2 * np.repeat(edge_ptr[image], 2)[order]).astype(np.int32)
+    arc_ptr = np.searchsorted(arc_tail[order], np.arange(node_ptr[-1] + 1)).astype(np.intp)
+    return arc_to, node_arcs, arc_ptr
+
+
+def min_cut(const float64_t[::1] unary_cost, const float64_t[::1] capacity, head, tail):
     """argmin_y sum_p unary_cost[p] [y_p = 1] + sum_e capacity[e] [y_head != y_tail].
 
     ``capacity`` must be >= 0 (not checked here; the oracle checks its weights).
     Returns the int32 0/1 labelling; ties go to label 1.
     """
     cdef intp_t n = unary_cost.shape[0], m = capacity.shape[0]
-    if head.shape[0] != m or tail.shape[0] != m:
-        raise ValueError(f"{m} capacities but {head.shape[0]} heads and {tail.shape[0]} tails")
+    if len(head) != m or len(tail) != m:
+        raise ValueError(f"{m} capacities but {len(head)} heads and {len(tail)} tails")
     out = np.zeros(n, dtype=np.int32)
     cdef int32_t[::1] o = out
     if n == 0:
         return out
+    arcs = arc_lists(head, tail, [0, n], [0, m])
+    cdef const int32_t[::1] arc_to = arcs[0] if m else np.zeros(1, np.int32)
+    cdef const int32_t[::1] node_arcs = arcs[1] if m else np.zeros(1, np.int32)
+    cdef const intp_t[::1] arc_ptr = arcs[2]
     with nogil:
-        _min_cut(n, m, &unary_cost[0], &capacity[0] if m else NULL,
-                 &head[0] if m else NULL, &tail[0] if m else NULL, &o[0])
+        _min_cut(n, m, &unary_cost[0], &capacity[0] if m else NULL, &arc_to[0],
+                 &node_arcs[0], &arc_ptr[0], &o[0])
     return out
 
 
@@ -196,6 +319,9 @@ cdef class GraphCutOracle(MaxOracle):
     cdef readonly int32_t[::1] col, head, tail, labels
     cdef readonly float64_t[::1] val, omega
     cdef readonly float64_t[:, ::1] pairwise
+    cdef float64_t[:, ::1] pairwise_t     # (n_pairwise, edges): capacities read active rows
+    cdef int32_t[::1] arc_to, node_arcs   # the max-flow graphs (arc_lists)
+    cdef intp_t[::1] arc_ptr
 
     def __init__(self, intp_t n_unary, node_ptr, row_ptr, col, val, edge_ptr, head, tail,
                  pairwise, labels, omega):
@@ -220,6 +346,10 @@ cdef class GraphCutOracle(MaxOracle):
         self.pairwise = pairwise if len(pairwise) else np.zeros((1, self.n_pairwise))
         self.labels = labels
         self.omega = omega
+        self.pairwise_t = np.ascontiguousarray(np.asarray(self.pairwise).T)
+        arc_to, node_arcs, self.arc_ptr = arc_lists(head, tail, node_ptr, edge_ptr)
+        self.arc_to = arc_to if len(arc_to) else np.zeros(1, np.int32)
+        self.node_arcs = node_arcs if len(node_arcs) else np.zeros(1, np.int32)
         self.n_blocks = len(node_ptr) - 1
         self.n_features = self.n_unary + self.n_pairwise
         self.max_labels = int(np.diff(node_ptr).max())
@@ -310,18 +440,19 @@ cdef class GraphCutOracle(MaxOracle):
                 n_active += 1
         try:
             for p in range(n):
-                s = 0.0
-                for k in range(self.row_ptr[p0 + p], self.row_ptr[p0 + p + 1]):
-                    s += w[self.col[k]] * self.val[k]
+                k = self.row_ptr[p0 + p]
+                s = _csr_dot(w, &self.col[k], &self.val[k], self.row_ptr[p0 + p + 1] - k)
                 u[p] = s
                 D[p] = -2.0 * s + self.omega[p0 + p] * (2 * truth[p] - 1)
             for e in range(m):
-                x = &self.pairwise[e0 + e, 0]
-                s = 0.0
-                for k in range(n_active):
-                    s += w_pair[active[k]] * x[active[k]]
-                c[e] = s
-            _min_cut(n, m, D, c, head, tail, out.labels)
+                c[e] = 0.0
+            for k in range(n_active if m else 0):   # transposed features: contiguous rows
+                s = w_pair[active[k]]
+                x = &self.pairwise_t[active[k], e0]
+                for e in range(m):
+                    c[e] += s * x[e]
+            _min_cut(n, m, D, c, &self.arc_to[2 * e0 if m else 0], &self.node_arcs[0],
+                     &self.arc_ptr[p0], out.labels)
             # <w, psi> = sum_p 2 (y*_p - y_p) u_p - sum_e c_e ([y* cut] - [y cut])
             for p in range(n):
                 wpsi += 2.0 * (truth[p] - out.labels[p]) * u[p]

@@ -2,7 +2,7 @@
 
 The max oracle is :class:`GraphCutOracle` (``ssvm_oracles._graphcut``), a
 Cython oracle that runs without the GIL: potentials from CSR unary features,
-an exact s-t min-cut by its own max-flow (Dinic's algorithm), then sparse psi
+an exact s-t min-cut by its own Boykov-Kolmogorov max-flow, then sparse psi
 and the class-balanced loss.  :meth:`GraphCutModel.predict` uses the same
 min-cut.
 """
