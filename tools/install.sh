@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -r requirements/build.txt
-# ssvm_oracles[graphcut] adds PyMaxflow (GPL-3, optional) for GraphCutModel.
-for pkg in ssvm_data ssvm_core "ssvm_oracles[graphcut]"; do
+# ssvm_paths (pure Python) needs ssvm-core; the umbrella comes last.
+for pkg in ssvm_data ssvm_core ssvm_oracles ssvm_paths; do
     python -m pip install --no-build-isolation "./$pkg"
 done
 python -m pip install --no-build-isolation ".[test]"
