@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.io
+import scipy.sparse
 
 import ssvm_data
 from ssvm_data import synthetic
@@ -194,6 +197,140 @@ def test_unreadable_files_are_rejected(tmp_path):
     hdf5.write_bytes(header.ljust(116, b" ") + b"\x00" * 8 + b"\x00\x02IM" + b"\x00" * 512)
     with pytest.raises(ValueError, match=r"MATLAB v7.3 \(HDF5\)"):
         load_horseseg(path=hdf5)
+
+
+# --- MATLAB v7.3 (HDF5) files --------------------------------------------------------
+
+_MATLAB_CLASSES = {np.dtype(np.float64): "double", np.dtype(np.float32): "single",
+                   np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8"}
+
+
+def savemat73(path, contents):
+    """Write ``contents`` as MATLAB's save -v7.3 does (see ssvm_data._mat73).
+
+    A 512-byte user block with the MAT-file header; arrays transposed (1-D as
+    rows); empty arrays as their size with MATLAB_empty; dicts as struct groups;
+    object arrays as cells of references into ``#refs#``; str as uint16 chars;
+    scipy sparse matrices as MATLAB sparse groups.
+    """
+    h5py = pytest.importorskip("h5py", reason="h5py (the ssvm-data[hdf5] extra) is needed")
+    counter = iter(range(10 ** 9))
+
+    def put(group, name, value):
+        if isinstance(value, dict):
+            g = group.create_group(name)
+            g.attrs["MATLAB_class"] = np.bytes_("struct")
+            for key, item in value.items():
+                put(g, key, item)
+            return
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            refs = np.empty(value.shape[::-1], dtype=h5py.ref_dtype)
+            for index in np.ndindex(value.shape):
+                key = f"{next(counter):x}"
+                put(f["#refs#"], key, value[index])
+                refs[index[::-1]] = f["#refs#"][key].ref
+            ds = group.create_dataset(name, data=refs)
+            ds.attrs["MATLAB_class"] = np.bytes_("cell")
+            return
+        if isinstance(value, str):
+            ds = group.create_dataset(name, data=np.array([[ord(c)] for c in value], np.uint16))
+            ds.attrs["MATLAB_class"] = np.bytes_("char")
+            return
+        if scipy.sparse.issparse(value):
+            csc = scipy.sparse.csc_array(value)
+            g = group.create_group(name)
+            g.attrs["MATLAB_class"] = np.bytes_("double")
+            g.attrs["MATLAB_sparse"] = np.uint64(csc.shape[0])
+            g.create_dataset("data", data=csc.data.astype(np.float64))
+            g.create_dataset("ir", data=csc.indices.astype(np.uint64))
+            g.create_dataset("jc", data=csc.indptr.astype(np.uint64))
+            return
+        array = np.asarray(value)
+        array = array.reshape(1, -1) if array.ndim < 2 else array
+        if array.size == 0:
+            ds = group.create_dataset(name, data=np.array(array.shape, dtype=np.uint64))
+            ds.attrs["MATLAB_empty"] = np.uint8(1)
+        else:
+            ds = group.create_dataset(name, data=array.T)
+        ds.attrs["MATLAB_class"] = np.bytes_(_MATLAB_CLASSES[array.dtype])
+
+    with h5py.File(path, "w", userblock_size=512) as f:
+        f.create_group("#refs#")
+        for name, value in contents.items():
+            put(f, name, value)
+    header = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2016 HDF5"
+    with open(path, "r+b") as stream:
+        stream.write(header.ljust(116, b" ") + b"\x00" * 8 + b"\x00\x02IM")
+    return path
+
+
+def write73(path, X, Y, X_test, Y_test, **overrides):
+    contents = {
+        "patterns_train": cell([pattern(x) for x in X]),
+        "labels_train": cell([{"labels": y.astype(float), "superpixel_size": np.ones(len(y))}
+                              for y in Y]),
+        "patterns_test": cell([pattern(x) for x in X_test]),
+        "labels_test": cell([{"labels": y.astype(float)} for y in Y_test]),
+    }
+    contents.update(overrides)
+    return savemat73(path, {k: v for k, v in contents.items() if v is not None})
+
+
+def test_v73_file_loads_like_the_v7_file(tmp_path):
+    X, Y, X_test, Y_test = small_data()
+    # A single-superpixel image: no edges, so empty edge arrays (MATLAB_empty).
+    lone, lone_y = horseseg_like(1, n_nodes=1, n_unary=6, n_pairwise=4, random_state=3)
+    X_test, Y_test = X_test + lone, Y_test + lone_y
+    want = load_horseseg(path=write(tmp_path / "v7.mat", X, Y, X_test, Y_test))
+    got = load_horseseg(path=write73(tmp_path / "v73.mat", X, Y, X_test, Y_test))
+    assert got[2][-1].edges.shape == (0, 2) and got[2][-1].pairwise.shape == (0, 4)
+    for got_part, want_part in zip(got, want):
+        assert len(got_part) == len(want_part)
+        for a, b in zip(got_part, want_part):
+            for u, v in zip(a if isinstance(a, tuple) else [a], b if isinstance(b, tuple) else [b]):
+                assert u.dtype == v.dtype and u.shape == v.shape and u.flags.c_contiguous
+                np.testing.assert_array_equal(u, v)
+
+
+def test_v73_sparse_features_load_dense(tmp_path):
+    X, Y, X_test, Y_test = small_data()
+    sparse = dict(pattern(X[0]), features=scipy.sparse.csc_array(
+        X[0].unary.T * (np.arange(X[0].unary.size).reshape(X[0].unary.T.shape) % 3 == 0)))
+    patterns = cell([sparse] + [pattern(x) for x in X[1:]])
+    got = load_horseseg(path=write73(tmp_path / "s.mat", X, Y, X_test, Y_test,
+                                     patterns_train=patterns))
+    np.testing.assert_array_equal(got[0][0].unary, sparse["features"].toarray().T)
+    np.testing.assert_array_equal(got[0][1].unary, X[1].unary.astype(np.float32))
+
+
+def test_v73_unsupported_content_is_rejected(tmp_path):
+    h5py = pytest.importorskip("h5py", reason="h5py (the ssvm-data[hdf5] extra) is needed")
+    data = small_data()
+    file = write73(tmp_path / "a.mat", *data)
+    with h5py.File(file, "r+") as f:                       # a 2-element struct array
+        labels = f[f["labels_test"][0, 0]]
+        del labels["labels"]
+        labels.create_dataset("labels", data=np.array([[f["#refs#"].ref], [f["#refs#"].ref]],
+                                                      dtype=h5py.ref_dtype))
+    with pytest.raises(ValueError, match="struct array; only scalar structs"):
+        load_horseseg(path=file)
+    file = write73(tmp_path / "b.mat", *data)
+    with h5py.File(file, "r+") as f:
+        f["patterns_train"].attrs["MATLAB_class"] = np.bytes_("function_handle")
+    with pytest.raises(ValueError, match="MATLAB class 'function_handle'"):
+        load_horseseg(path=file)
+    good = write73(tmp_path / "c.mat", *data).read_bytes()
+    truncated = tmp_path / "truncated.mat"
+    truncated.write_bytes(good[:len(good) // 2])
+    with pytest.raises(ValueError, match="h5py cannot read"):
+        load_horseseg(path=truncated)
+
+
+def test_v73_without_h5py_says_how_to_install_it(tmp_path, monkeypatch):
+    file = write73(tmp_path / "a.mat", *small_data())
+    monkeypatch.setitem(sys.modules, "h5py", None)        # makes `import h5py` fail
+    with pytest.raises(ValueError, match=r"pip install 'ssvm-data\[hdf5\]'"):
+        load_horseseg(path=file)
 
 
 # --- generator -----------------------------------------------------------------------

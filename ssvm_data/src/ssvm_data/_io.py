@@ -121,22 +121,30 @@ def download_gzip(url: str, fname: str, md5: str) -> Path:
 
 
 def read_mat(path: Path, names: Sequence[str]) -> dict:
-    """Read variables `names` of a MATLAB v5/v7 file with ``scipy.io.loadmat``.
+    """Read variables `names` of a MATLAB file: v5/v7 with ``scipy.io.loadmat``,
+    v7.3 (HDF5) with h5py when it is installed (``ssvm_data._mat73``, same layout).
 
     Raises
     ------
     ValueError
-        If the file is a MATLAB v7.3 (HDF5) file, which scipy cannot read, or is
-        not a readable MATLAB file; the message names the file. Missing variables
-        are simply absent from the result.
+        If the file is a MATLAB v7.3 (HDF5) file and h5py is missing or cannot
+        read it, or the file is not a readable MATLAB file; the message names
+        the file. Missing variables are simply absent from the result.
     """
     import scipy.io
 
     try:
         return scipy.io.loadmat(path, variable_names=list(names))
     except NotImplementedError as err:  # scipy's answer to MATLAB v7.3 (HDF5) files
-        raise ValueError(f"{path} is a MATLAB v7.3 (HDF5) file, which scipy.io.loadmat cannot "
-                         "read; re-save it in MATLAB with save(..., '-v7')") from err
+        try:
+            from ssvm_data._mat73 import read_mat73
+
+            return read_mat73(path, names)
+        except ImportError:
+            raise ValueError(
+                f"{path} is a MATLAB v7.3 (HDF5) file, which scipy.io.loadmat cannot read: "
+                "install h5py (pip install 'ssvm-data[hdf5]') or re-save it in MATLAB with "
+                "save(..., '-v7')") from err
     except (scipy.io.matlab.MatReadError, ValueError, TypeError, OSError, EOFError,
             zlib.error) as err:
         raise ValueError(f"{path} is not a readable MATLAB file: {err}") from err

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse
 import scipy.spatial
 
 from ssvm_data import _io
@@ -53,8 +54,11 @@ def load_horseseg(
 ) -> tuple[list[SuperpixelImage], list[np.ndarray], list[SuperpixelImage], list[np.ndarray]]:
     """Load HorseSeg from the preprocessed ``horseSeg_<size>.mat`` of the gapBCFW release.
 
-    The file is a MATLAB (v5/v7, read by ``scipy.io.loadmat``) file holding four
-    cell arrays of structs, as written by the authors' ``load_dataset_horseSeg.m``:
+    The file is a MATLAB file holding four cell arrays of structs, as written by
+    the authors' ``load_dataset_horseSeg.m``; v5/v7 files are read by
+    ``scipy.io.loadmat``, v7.3 (HDF5) files by h5py when it is installed
+    (``pip install "ssvm-data[hdf5]"``; the layout read is described in
+    ``ssvm_data._mat73``):
 
     - ``patterns_train``, ``patterns_test``: one struct per image with fields
 
@@ -70,8 +74,8 @@ def load_horseseg(
       ``labels``, the n_nodes ground-truth labels (1 = horse, 0 = background).
 
     Other fields (image and superpixel file names, ``superpixel_size``,
-    annotation quality) are not read.  Features stored as single precision are
-    returned as float64.
+    annotation quality) are not read.  Features stored as single precision or
+    as MATLAB sparse matrices are returned as dense float64.
 
     Parameters
     ----------
@@ -96,8 +100,8 @@ def load_horseseg(
     FileNotFoundError
         If no file is found (the data cannot be downloaded automatically).
     ValueError
-        If the file is not a readable MATLAB v5/v7 file (MATLAB v7.3 files are
-        HDF5, which ``scipy.io.loadmat`` cannot read), or a variable or field is
+        If the file is not a readable MATLAB file (a v7.3 file needs h5py), or
+        it holds struct arrays instead of scalar structs, or a variable or field is
         missing, shapes disagree, labels are not 0/1, edge endpoints are out of
         range, or features are not finite (pairwise ones must also be >= 0).
     """
@@ -178,7 +182,8 @@ def _field(struct, name: str, where: str, required: bool = True) -> np.ndarray |
         if required:
             raise ValueError(f"{where} has no field {name!r}")
         return None
-    return np.asarray(struct[name].flat[0])
+    value = struct[name].flat[0]
+    return value.toarray() if scipy.sparse.issparse(value) else np.asarray(value)
 
 
 def _integers(values: np.ndarray, what: str) -> np.ndarray:
