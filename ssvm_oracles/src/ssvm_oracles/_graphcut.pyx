@@ -62,6 +62,11 @@ cdef enum:
     _ORPHAN = -2         # parent of a node that lost its path to the terminal
 
 
+cdef inline intp_t _wrap(intp_t k, intp_t n) noexcept nogil:
+    """k mod n for 0 <= k < 2 n (the circular queue; avoids a division)."""
+    return k - n if k >= n else k
+
+
 cdef inline intp_t _parent_node(intp_t v, const intp_t* tree, const intp_t* parent,
                                 const int32_t* to) noexcept nogil:
     """The parent of v: the tail of its parent arc (source tree) or its head (sink tree)."""
@@ -155,7 +160,7 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
                         parent[q] = a if tree[p] == _SOURCE_TREE else a ^ 1
                         if not queued[q]:
                             queued[q] = True
-                            queue[(q_head + q_len) % n] = q
+                            queue[_wrap(q_head + q_len, n)] = q
                             q_len += 1
                     elif tree[q] != tree[p]:
                         mid = a if tree[p] == _SOURCE_TREE else a ^ 1
@@ -164,7 +169,7 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
             if found:
                 break                       # p stays active: it may have more paths
             queued[p] = False
-            q_head = (q_head + 1) % n
+            q_head = _wrap(q_head + 1, n)
             q_len -= 1
         if not found:
             break
@@ -233,7 +238,7 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
                     continue
                 if (cap[a ^ 1] if tree[p] == _SOURCE_TREE else cap[a]) > 0.0 and not queued[q]:
                     queued[q] = True        # q may grow into p again
-                    queue[(q_head + q_len) % n] = q
+                    queue[_wrap(q_head + q_len, n)] = q
                     q_len += 1
                 if parent[q] >= 0 and _parent_node(q, tree, parent, to) == p:
                     parent[q] = _ORPHAN
