@@ -9,7 +9,7 @@ distribution.  Importing the installed packages first prevents that.
 
 import importlib
 
-for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles"):
+for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles", "ssvm_paths"):
     _module = importlib.import_module(_name)
     if getattr(_module, "__file__", None) is None:
         raise ImportError(f"{_name} is not installed; run `bash tools/install.sh` first")

@@ -10,14 +10,14 @@ dist="$work/dist"
 
 python3 -m venv "$work/build-env"
 "$work/build-env/bin/pip" install -q -r requirements/build.txt
-for pkg in ssvm_data ssvm_core ssvm_oracles; do
+for pkg in ssvm_data ssvm_core ssvm_oracles ssvm_paths; do
     "$work/build-env/bin/pip" wheel -q --no-deps --no-build-isolation -w "$dist" "./$pkg"
     # ssvm_oracles builds against the installed ssvm-core: install each wheel once built.
     "$work/build-env/bin/pip" install -q --no-deps --find-links "$dist" "./$pkg" \
         --no-build-isolation
 done
 
-for pkg in ssvm_data ssvm_core ssvm_oracles; do
+for pkg in ssvm_data ssvm_core ssvm_oracles ssvm_paths; do
     dist_name=${pkg/_/-}
     python3 -m venv "$work/env-$pkg"
     PIP_FIND_LINKS="$dist" "$work/env-$pkg/bin/pip" install -q "$dist_name"

@@ -1,0 +1,22 @@
+"""ssvm-paths: approximate regularization paths of structured SVMs (Osokin et al. 2016, Sec. 4)."""
+
+from importlib.metadata import version as _version
+
+from ssvm_paths.grid import DEFAULT_GRID, WARM_STARTS, GridSearchResult, grid_search
+from ssvm_paths.path import block_deltas, regularization_path
+from ssvm_paths.plotting import plot_costs
+from ssvm_paths.result import RegularizationPath
+
+__version__ = _version("ssvm-paths")
+
+__all__ = [
+    "DEFAULT_GRID",
+    "WARM_STARTS",
+    "GridSearchResult",
+    "RegularizationPath",
+    "__version__",
+    "block_deltas",
+    "grid_search",
+    "plot_costs",
+    "regularization_path",
+]

@@ -1,0 +1,84 @@
+"""Shared input handling: the oracle, the box and the options passed to ``ssvm_core.solve``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ssvm_core import as_oracle
+from ssvm_core.validation import check_box
+
+# Options the path and the grid search set themselves.
+_RESERVED = ("lam", "state", "tol", "averaging", "callback", "batch", "line_search")
+
+
+@dataclass
+class Problem:
+    """A training problem: the bound oracle, the model (if any) and the box."""
+
+    oracle: object
+    model: object | None
+    X: object | None
+    box: tuple[np.ndarray, np.ndarray] | None
+
+    @property
+    def n(self) -> int:
+        return self.oracle.n_blocks
+
+    @property
+    def d(self) -> int:
+        return self.oracle.n_features
+
+
+def resolve_problem(model_or_oracle, X, Y, box, cone: bool) -> Problem:
+    """Bind ``model_or_oracle`` to ``(X, Y)`` (a model) or take it as an oracle.
+
+    ``box`` is ``None``, ``(lower, upper)`` or ``"model"`` (``model.weight_bounds()``).
+    With ``cone=True`` the box must be a cone (every bound 0 or infinite), which
+    keeps ``clip(c v) = c clip(v)`` for c > 0: the rescaling rule of the path
+    above its first breakpoint needs it.
+    """
+    if (X is None) != (Y is None):
+        raise ValueError("give both X and Y (with a model), or neither (with a bound oracle)")
+    if X is not None:
+        model = model_or_oracle
+        if not hasattr(model, "bind"):
+            raise TypeError(f"X and Y were given, so {type(model).__name__} must be a "
+                            "structured model with bind(X, Y)")
+        oracle = as_oracle(model.bind(X, Y))
+    else:
+        model = None
+        oracle = as_oracle(model_or_oracle)
+    if isinstance(box, str):
+        if box != "model":
+            raise ValueError(f"box must be (lower, upper), 'model' or None, got {box!r}")
+        if model is None or not hasattr(model, "weight_bounds"):
+            raise ValueError("box='model' needs a model with weight_bounds() (and X, Y)")
+        box = model.weight_bounds()
+    if box is not None:
+        box = check_box(box, oracle.n_features)
+        if cone and not all(np.all((b == 0) | np.isinf(b)) for b in box):
+            raise ValueError("the regularization path supports boxes whose bounds are 0 or "
+                             "infinite (sign constraints), where clip(c w) = c clip(w)")
+    return Problem(oracle, model, X, box)
+
+
+def solver_options(step: str, sampling: str, cache: bool, max_passes: int,
+                   gap_check_every: int, random_state, n_jobs, extra: dict) -> dict:
+    """Keyword arguments for ``ssvm_core.solve`` (the caller adds lam, state, tol, ...)."""
+    bad = sorted(set(extra) & set(_RESERVED))
+    if bad:
+        raise ValueError(f"solver option(s) {bad} are set by the path / grid search itself")
+    return dict(step=step, sampling=sampling, cache=cache, max_passes=max_passes,
+                gap_check_every=gap_check_every, random_state=random_state, n_jobs=n_jobs,
+                **extra)
+
+
+def check_eps_kappa(eps: float, kappa: float) -> tuple[float, float]:
+    eps, kappa = float(eps), float(kappa)
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite positive number, got {eps}")
+    if not 0.0 < kappa < 1.0:
+        raise ValueError(f"kappa must be in the open interval (0, 1), got {kappa}")
+    return eps, kappa

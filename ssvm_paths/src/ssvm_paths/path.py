@@ -1,0 +1,218 @@
+"""The epsilon-approximate regularization path of the SSVM (001 Sec. 4, Alg. 6-7, App. K)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ssvm_core import SolverState, duality_gap, solve
+from ssvm_paths._common import check_eps_kappa, resolve_problem, solver_options
+from ssvm_paths._init import check_ground_truth, initial_point
+from ssvm_paths.result import RegularizationPath
+
+# Relative tolerance of the Prop. 1 consistency check (rounding of P - D).
+_PROP1_RTOL = 1e-6
+
+
+def block_deltas(state: SolverState) -> np.ndarray:
+    """delta_i = ell_i - lam <w, v_i> of every block (001 Alg. 7 line 5).
+
+    With v_i = A alpha_[i] and ell_i = b^T alpha_[i], delta_i is
+    (1/n) sum_y alpha_i(y) H_i(y; w); their sum is Delta of 001 eq. 13 (the value
+    ``SolverState.shrink_duals`` returns).
+    """
+    n = state.n_blocks
+    if state.dense_blocks:
+        inner = state.block_values.reshape(n, -1) @ state.w
+    else:
+        owner = np.repeat(np.arange(n), np.diff(state.block_ptr))
+        inner = np.bincount(owner, weights=state.block_values * state.w[state.block_support],
+                            minlength=n)
+    return state.block_ell - state.lam * inner
+
+
+def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
+                        kappa: float | None = None, lam_min: float = 2.0 ** -15,
+                        max_breakpoints: int = 10_000, heuristic: bool = False,
+                        certify: bool = True, step: str = "pairwise", sampling: str = "gap",
+                        cache: bool = True, box=None, max_passes: int = 1000,
+                        gap_check_every: int = 10, random_state=0,
+                        n_jobs: int | None = None,
+                        callback: Callable[[dict], None] | None = None,
+                        **solver_kwargs) -> RegularizationPath:
+    """An epsilon-approximate regularization path (001 Alg. 7 with the init of Alg. 6).
+
+    The result gives, for every lambda >= its lower end, a w with
+    P_lambda(w) - min P_lambda <= eps: ``(lambda_1 / lambda) w_1`` above the
+    first breakpoint lambda_1 = lambda_inf, and ``w_j`` on
+    ``[lambda_{j+1}, lambda_j]``.
+
+    Parameters
+    ----------
+    model_or_oracle : StructuredModel or oracle
+        A model with training data ``X, Y`` (it is bound with ``model.bind``),
+        or an oracle already bound to its data (``MaxOracle`` or Python oracle).
+    X, Y : sequences, optional
+        Training set, with a model.
+    eps : float
+        Target suboptimality epsilon > 0 of every point of the path.
+    kappa : float in (0, 1), optional
+        Each breakpoint is optimised to a gap <= kappa eps (exact gap; default
+        0.9), or, for the heuristic path, until the block gap estimates sum to
+        <= kappa eps (default 0.7, 001 App. K).  Smaller kappa means more work
+        per breakpoint and longer steps in lambda.
+    lam_min : float
+        Stop once the next breakpoint would be <= lam_min (the last piece then
+        reaches it); default 2^-15, the end of 001's grid.  Small lambdas are
+        slow (the dual's curvature grows as 1 / lambda).  The path also stops when rho <= 0 (001 eq. 13): its last
+        w is then eps-approximate for every smaller lambda.
+    max_breakpoints : int
+        Stop after this many breakpoints (the last piece still reaches the next
+        breakpoint's lambda).
+    heuristic : bool
+        The heuristic path of 001 App. K: each breakpoint's solver stops on the
+        stale gap estimates (their sum <= kappa eps, with exact gap passes every
+        ``gap_check_every`` passes as for gap sampling) and the next lambda is
+        chosen with that sum in place of the exact gap.  No guarantee.
+    certify : bool
+        For the heuristic path, compute the exact gap at every breakpoint (one
+        oracle pass each, not counted in the path's cost) so that
+        ``gap_bounds`` tells where the path is really eps-approximate.
+    step, sampling, cache : solver variant
+        Passed to ``ssvm_core.solve``.  The default, BCPFW with gap sampling and
+        caching, is 001's recommendation for expensive oracles; for cheap
+        oracles (e.g. OCR's Viterbi) ``step="fw", cache=False`` (BCFW with gap
+        sampling) is usually faster.
+    box : (lower, upper), "model" or None
+        Sign constraints on w (bounds 0 or infinite only, e.g.
+        ``model.weight_bounds()`` of graph cuts with ``"model"``).
+    max_passes : int
+        Solver passes allowed per breakpoint; a breakpoint that does not reach
+        its tolerance within them ends the path (status ``"max_passes"``), the
+        previous piece staying valid.
+    gap_check_every, random_state, n_jobs, **solver_kwargs :
+        Passed to ``ssvm_core.solve`` (e.g. ``cache_size``).  Iterates are not
+        averaged: the path continues from the dual iterate itself.
+    callback : callable, optional
+        Called with a dict per breakpoint (``lam``, ``gap``, ``gap_estimate``,
+        ``delta``, ``effective_passes``, ``time``).
+
+    Returns
+    -------
+    RegularizationPath
+
+    Notes
+    -----
+    Prop. 1 of 001 requires ``L_i(y_i) = 0`` (with psi_i(y_i) = 0 by
+    definition), which every ssvm oracle guarantees and
+    ``ssvm_core.testing.check_oracle`` checks; the solver's bookkeeping gives
+    the ground truth loss 0.  Given a model, the path checks it on up to 20
+    blocks (the oracle's ``evaluate`` of ``Y[i]``); a bare oracle is trusted.
+    After each dual rescaling the solver's first exact gap must equal
+    g_old + (1 - rho) Delta, and the initial point's exact gap must be
+    <= kappa eps (``RuntimeError`` otherwise: an inexact oracle or a bug).
+
+    Each breakpoint costs one exact gap pass more than in 001: ``ssvm_core.solve``
+    checks the gap when it starts, where the paper updates the block gaps by
+    eq. 12 without oracle calls.  Cumulative ``effective_passes`` count every
+    oracle call (the initial decodings included) and ``times`` are wall-clock
+    seconds of the whole computation (certification passes of the heuristic
+    path excluded).
+    """
+    if kappa is None:
+        kappa = 0.7 if heuristic else 0.9
+    eps, kappa = check_eps_kappa(eps, kappa)
+    lam_min = float(lam_min)
+    if not (math.isfinite(lam_min) and lam_min > 0):
+        raise ValueError(f"lam_min must be a finite positive number, got {lam_min}")
+    if int(max_breakpoints) != max_breakpoints or max_breakpoints < 1:
+        raise ValueError(f"max_breakpoints must be a positive integer, got {max_breakpoints}")
+    options = solver_options(step, sampling, cache, max_passes, gap_check_every,
+                             random_state, n_jobs, solver_kwargs)
+    problem = resolve_problem(model_or_oracle, X, Y, box, cone=True)
+    check_ground_truth(problem, Y)
+    oracle, n = problem.oracle, problem.n
+    tol = kappa * eps
+
+    def stop_on_estimates(record: dict) -> bool:
+        estimate = record["gap_estimate"]
+        return estimate is not None and estimate <= tol
+
+    clock = time.perf_counter()
+    excluded = 0.0                       # seconds of certification passes
+    init = initial_point(problem, eps, kappa, active_sets=step != "fw" or cache,
+                         cache_size=solver_kwargs.get("cache_size", 50))
+    state = init.state
+    if state.atoms is not None:
+        state.check_atoms()
+    # Certify the initial point: one exact gap pass, no optimisation (alpha must stay
+    # at Alg. 6's point for the rule (lambda_1 / lambda) w_1 above lambda_1).
+    first = solve(oracle, init.lam, state=state, tol=tol, averaging=False, box=problem.box,
+                  callback=lambda record: True, **options)
+    if first.status != "converged":
+        raise RuntimeError(f"the initial point's exact gap {first.gap:.6g} exceeds kappa eps = "
+                           f"{tol:.6g} (001 eq. 11): is the oracle or model.predict inexact?")
+    exact_gap = first.gap
+    rows = []
+    status = "complete"
+    lam_end = 0.0
+    while True:
+        deltas = block_deltas(state)
+        delta = float(deltas.sum())
+        estimate = float(np.sum(state.block_gap_estimates))
+        if heuristic and certify and exact_gap is None:
+            start = time.perf_counter()
+            exact_gap = duality_gap(oracle, state, n_jobs=n_jobs)
+            excluded += time.perf_counter() - start
+        g = estimate if heuristic else exact_gap
+        row = {"lam": state.lam, "w": state.w.copy(),
+               "gap": math.nan if exact_gap is None else exact_gap,
+               "gap_estimate": estimate, "delta": delta,
+               "effective_passes": (init.oracle_calls + state.oracle_calls) / n,
+               "time": time.perf_counter() - clock - excluded}
+        rows.append(row)
+        if callback is not None:
+            callback({k: v for k, v in row.items() if k != "w"})
+        tau = eps - g
+        if delta <= tau:                                  # rho <= 0: the path is complete
+            break
+        rho = 1.0 - tau / delta
+        lam_next = rho * state.lam
+        if lam_next <= lam_min or len(rows) >= max_breakpoints:
+            lam_end = lam_next
+            status = "lam_min" if lam_next <= lam_min else "max_breakpoints"
+            break
+        shrunk = state.shrink_duals(lam_next)
+        _check_close(shrunk, delta, delta, "shrink_duals' Delta differs from sum_i delta_i")
+        predicted = None if exact_gap is None else exact_gap + (1.0 - rho) * delta
+        result = solve(oracle, lam_next, state=state, averaging=False, box=problem.box,
+                       tol=0.0 if heuristic else tol,
+                       callback=stop_on_estimates if heuristic else None, **options)
+        start_gap = result.history[0]["gap"]
+        if predicted is not None:
+            _check_close(start_gap, predicted, result.history[0]["primal"],
+                         "the gap after the dual rescaling is not g + (1 - rho) Delta "
+                         "(001 Prop. 1): an inexact (non-deterministic) oracle?")
+        if result.status not in ("converged", "callback"):
+            lam_end, status = lam_next, result.status
+            break
+        # NaN when the heuristic stopped between exact gap checks
+        exact_gap = None if math.isnan(result.gap) else result.gap
+    return RegularizationPath(
+        lams=np.array([r["lam"] for r in rows]), weights=np.array([r["w"] for r in rows]),
+        gaps=np.array([r["gap"] for r in rows]),
+        gap_estimates=np.array([r["gap_estimate"] for r in rows]),
+        deltas=np.array([r["delta"] for r in rows]),
+        effective_passes=np.array([r["effective_passes"] for r in rows]),
+        times=np.array([r["time"] for r in rows]), lam_end=lam_end, eps=eps, kappa=kappa,
+        heuristic=heuristic, status=status, theta_exact=init.theta_exact,
+        model=problem.model)
+
+
+def _check_close(value: float, expected: float, scale: float, message: str) -> None:
+    tol = _PROP1_RTOL * max(1.0, abs(scale), abs(expected))
+    if not abs(value - expected) <= tol:
+        raise RuntimeError(f"{message} ({value!r} vs {expected!r})")
