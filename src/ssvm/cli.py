@@ -1,4 +1,4 @@
-"""The ``ssvm`` command line: ``ssvm train`` and ``ssvm datasets``."""
+"""The ``ssvm`` command line: ``ssvm train``, ``ssvm path`` and ``ssvm datasets``."""
 
 from __future__ import annotations
 
@@ -130,6 +130,52 @@ def _json_float(x: float):
     return None if math.isnan(x) else x
 
 
+def _path(args: argparse.Namespace) -> int:
+    """``ssvm path``: an eps-approximate (or heuristic) regularization path (ssvm_paths)."""
+    from ssvm_paths import regularization_path
+
+    dataset = _resolve_dataset(args.dataset, args.data_home)
+    X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
+                                                  random_state=args.seed)
+    model = _model_for(dataset, Y, Y_test)
+    kind = "heuristic-path" if args.heuristic else "path"
+    out = Path(args.out or f"runs/{dataset}-{kind}")
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"ssvm path: {dataset} ({len(X)} train / {len(X_test)} test examples), "
+          f"{type(model).__name__}, eps {args.eps}, step {args.step}, sampling {args.sampling}"
+          f"{', cache' if not args.no_cache else ''}, output {out}/")
+    count = iter(range(1, 1 << 62))
+
+    def progress(row: dict) -> None:
+        gap = "n/a" if math.isnan(row["gap"]) else f"{row['gap']:.4f}"
+        print(f"breakpoint {next(count):4d}  lambda {row['lam']:11.5g}  gap {gap}  "
+              f"estimate {row['gap_estimate']:.4f}  passes {row['effective_passes']:9.1f}  "
+              f"{row['time']:8.1f} s", flush=True)
+
+    path = regularization_path(
+        model, X, Y, eps=args.eps, kappa=args.kappa, lam_min=args.lam_min,
+        max_breakpoints=args.max_breakpoints, heuristic=args.heuristic, step=args.step,
+        sampling=args.sampling, cache=not args.no_cache,
+        # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
+        box="model" if hasattr(model, "weight_bounds") else None,
+        max_passes=args.max_passes, gap_check_every=args.gap_check_every,
+        random_state=args.seed, n_jobs=args.n_jobs, callback=progress)
+    summary = {"dataset": dataset, "model": repr(model), **path.summary(),
+               "test_scores": [1.0 - model.mean_loss(Y_test, model.predict(X_test, w))
+                               for w in path.weights]}
+    config = {k: v for k, v in vars(args).items() if k != "func"}
+    (out / "path.json").write_text(json.dumps({"config": config, "path": summary}, indent=1))
+    path.save(out / "path.npz")
+    path.plot(out=out / "path.png", label=kind.replace("-", " "))
+    best = int(np.argmax(summary["test_scores"]))
+    print(f"status {path.status}: {path.n_breakpoints} breakpoints from {path.lams[0]:.5g} to "
+          f"{path.lams[-1]:.5g} (lower end {path.lam_end:.5g}), "
+          f"{path.effective_passes[-1]:.1f} effective passes, {path.times[-1]:.1f} s; "
+          f"best test score {summary['test_scores'][best]:.4f} at lambda {path.lams[best]:.5g}")
+    print(f"wrote {out / 'path.json'}, {out / 'path.npz'}, {out / 'path.png'}")
+    return 0
+
+
 def _datasets(args: argparse.Namespace) -> int:
     rows = ssvm_data.available_datasets(args.data_home)
     width = max(len(r["name"]) for r in rows)
@@ -184,6 +230,28 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue from a state.npz written by an earlier run")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
+
+    path = sub.add_parser("path", help="eps-approximate regularization path (001 Alg. 6-7)")
+    path.add_argument("--dataset", default=DEFAULT_DATASET, choices=names)
+    path.add_argument("--data-home", default=None, help="overrides $SSVM_DATA_HOME")
+    path.add_argument("--eps", type=float, default=0.1, help="suboptimality along the path")
+    path.add_argument("--kappa", type=float, default=None,
+                      help="breakpoint tolerance kappa eps (default 0.9, heuristic 0.7)")
+    path.add_argument("--heuristic", action="store_true",
+                      help="stop on stale gap estimates (001 App. K); exact gaps reported")
+    path.add_argument("--lam-min", type=float, default=2.0 ** -15, help="smallest lambda")
+    path.add_argument("--max-breakpoints", type=int, default=10_000)
+    path.add_argument("--step", default="pairwise",
+                      choices=["fw", "away", "pairwise", "hybrid", "corrective"],
+                      help="solver step (default BCPFW; fw for cheap oracles)")
+    path.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="gap")
+    path.add_argument("--no-cache", action="store_true", help="no caching of oracle answers")
+    path.add_argument("--max-passes", type=int, default=1000, help="per breakpoint")
+    path.add_argument("--gap-check-every", type=int, default=10)
+    path.add_argument("--seed", type=int, default=0)
+    path.add_argument("--n-jobs", type=int, default=None)
+    path.add_argument("--out", default=None, help="output folder (default runs/DATASET-path)")
+    path.set_defaults(func=_path)
 
     datasets = sub.add_parser("datasets", help="list datasets and whether they are available")
     datasets.add_argument("--data-home", default=None)
