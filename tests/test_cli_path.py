@@ -20,7 +20,8 @@ def test_path_command_writes_json_npz_and_png(tmp_path, capsys, extra):
     assert report["heuristic"] == bool(extra) and path.kappa == (0.7 if extra else 0.9)
     np.testing.assert_allclose(report["lams"], path.lams)
     assert np.all(np.diff(path.lams) < 0)
-    assert len(report["test_scores"]) == path.n_breakpoints
+    assert len(report["test_scores"]) == len(report["scored_lams"]) == min(16, path.n_breakpoints)
+    assert set(report["scored_lams"]) <= set(path.lams) and path.lams[-1] in report["scored_lams"]
     assert all(0 <= s <= 1 for s in report["test_scores"])
     if not extra:
         assert max(report["gap_bounds"]) <= 0.2 * (1 + 1e-9)

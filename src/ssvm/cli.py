@@ -160,18 +160,25 @@ def _path(args: argparse.Namespace) -> int:
         box="model" if hasattr(model, "weight_bounds") else None,
         max_passes=args.max_passes, gap_check_every=args.gap_check_every,
         random_state=args.seed, n_jobs=args.n_jobs, callback=progress)
+    # test scores at up to --max-scored breakpoints spread along the path (decoding the
+    # test set once per scored breakpoint)
+    scored = np.unique(np.linspace(0, path.n_breakpoints - 1,
+                                   min(path.n_breakpoints, args.max_scored)).round().astype(int))
     summary = {"dataset": dataset, "model": repr(model), **path.summary(),
-               "test_scores": [1.0 - model.mean_loss(Y_test, model.predict(X_test, w))
-                               for w in path.weights]}
+               "scored_lams": [float(path.lams[j]) for j in scored],
+               "test_scores": [1.0 - model.mean_loss(Y_test, model.predict(X_test, path.weights[j]))
+                               for j in scored]}
     config = {k: v for k, v in vars(args).items() if k != "func"}
     (out / "path.json").write_text(json.dumps({"config": config, "path": summary}, indent=1))
     path.save(out / "path.npz")
     path.plot(out=out / "path.png", label=kind.replace("-", " "))
     best = int(np.argmax(summary["test_scores"]))
+    best_lam = summary["scored_lams"][best]
     print(f"status {path.status}: {path.n_breakpoints} breakpoints from {path.lams[0]:.5g} to "
           f"{path.lams[-1]:.5g} (lower end {path.lam_end:.5g}), "
           f"{path.effective_passes[-1]:.1f} effective passes, {path.times[-1]:.1f} s; "
-          f"best test score {summary['test_scores'][best]:.4f} at lambda {path.lams[best]:.5g}")
+          f"best test score {summary['test_scores'][best]:.4f} at lambda {best_lam:.5g} "
+          f"(of {len(scored)} scored breakpoints)")
     print(f"wrote {out / 'path.json'}, {out / 'path.npz'}, {out / 'path.png'}")
     return 0
 
@@ -250,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     path.add_argument("--gap-check-every", type=int, default=10)
     path.add_argument("--seed", type=int, default=0)
     path.add_argument("--n-jobs", type=int, default=None)
+    path.add_argument("--max-scored", type=int, default=16,
+                      help="breakpoints, spread along the path, scored on the test set")
     path.add_argument("--out", default=None, help="output folder (default runs/DATASET-path)")
     path.set_defaults(func=_path)
 
