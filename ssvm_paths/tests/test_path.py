@@ -16,9 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import DelegatingOracle, toy_problems
 
-from ssvm_core import BruteForceOracle, solve
-from ssvm_core.testing import primal_by_enumeration, scaled_examples, solve_dual_qp
+from ssvm_core import BruteForceOracle, dual_objective, duality_gap, solve
+from ssvm_core.testing import (
+    dual_by_enumeration,
+    primal_by_enumeration,
+    scaled_examples,
+    solve_dual_qp,
+    weights_from_alpha,
+)
 from ssvm_paths import RegularizationPath, block_deltas, grid_search, regularization_path
+from ssvm_paths._common import resolve_problem
+from ssvm_paths._init import initial_point
 
 EPS = 0.1
 # the QP's certified precision (relative 1e-10) plus rounding of the path's gaps
@@ -97,6 +105,44 @@ def test_initial_breakpoint_follows_alg_6(toy, factors, kappa):
         w = path.w_at(lam)
         np.testing.assert_allclose(w, psi_tilde / lam, rtol=1e-12, atol=1e-15)
         assert _subopt(toy, lam, w) <= kappa * EPS + SLACK
+
+
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from((None, "cone")), st.integers(0, 2 ** 32 - 1))
+def test_initial_state_is_alg_6_dual_point(toy, box_kind, seed):
+    """The initial state puts alpha_i(y~_i) = 1 with y~_i of maximal loss: its active sets
+    hold their invariants, its dual value is that of this alpha by enumeration, and its
+    exact gap is within the bound of 001 eq. 11."""
+    rng = np.random.default_rng(seed)
+    d = toy.oracle.n_features
+    box = None if box_kind is None else (np.where(rng.random(d) < 0.5, 0.0, -np.inf),
+                                         np.full(d, np.inf))
+    problem = resolve_problem(toy.model, toy.X, toy.Y, box, cone=True)
+    try:
+        init = initial_point(problem, EPS, 0.9, active_sets=True, cache_size=50)
+    except ValueError as error:
+        assert "w = 0 is optimal" in str(error)
+        return
+    state = init.state
+    state.check_atoms()
+    alphas = []
+    for i, (P, L) in enumerate(zip(toy.enum.psi, toy.enum.loss)):
+        atoms_alpha = state.atoms.alphas(i)
+        assert atoms_alpha.max() == 1.0 and atoms_alpha.sum() == 1.0
+        k = int(np.argmax(atoms_alpha))
+        psi_k = state.atoms.psi_matrix(i, d)[k]
+        match = [j for j in range(len(L)) if np.allclose(P[j], psi_k, atol=1e-12)
+                 and L[j] == state.atoms.losses(i)[k]]
+        assert match and L[match[0]] == L.max()            # y~_i has maximal loss
+        alpha = np.zeros(len(L))
+        alpha[match[0]] = 1.0
+        alphas.append(alpha)
+    v = weights_from_alpha(toy.enum.psi, state.lam, alphas)
+    np.testing.assert_allclose(state.v, v, rtol=1e-12, atol=1e-15)
+    if box is None:
+        assert dual_objective(state) == pytest.approx(
+            dual_by_enumeration(toy.enum.psi, toy.enum.loss, state.lam, alphas), abs=1e-12)
+    assert duality_gap(toy.oracle, state) <= 0.9 * EPS * (1 + 1e-9)
 
 
 @settings(max_examples=scaled_examples(6), deadline=None)

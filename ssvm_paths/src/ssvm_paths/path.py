@@ -146,8 +146,6 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
     init = initial_point(problem, eps, kappa, active_sets=step != "fw" or cache,
                          cache_size=solver_kwargs.get("cache_size", 50))
     state = init.state
-    if state.atoms is not None:
-        state.check_atoms()
     # Certify the initial point: one exact gap pass, no optimisation (alpha must stay
     # at Alg. 6's point for the rule (lambda_1 / lambda) w_1 above lambda_1).
     first = solve(oracle, init.lam, state=state, tol=tol, averaging=False, box=problem.box,
