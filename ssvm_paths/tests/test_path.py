@@ -207,12 +207,14 @@ def test_path_with_sign_constraints(toy, fractions, seed):
         assert primal - p_star <= EPS + 1e-6
 
 
-@settings(max_examples=scaled_examples(8), deadline=None)
-@given(toy_problems(n_max=3), st.sampled_from(("cold", "keep-duals", "keep-primal")))
-def test_grid_search_solutions_are_certified(toy, warm_start):
+@settings(max_examples=scaled_examples(12), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from(("cold", "keep-duals", "keep-primal")),
+       st.sampled_from(VARIANTS))
+def test_grid_search_solutions_are_certified(toy, warm_start, variant):
+    step, cache, sampling = variant
     grid = 2.0 ** np.arange(2, -3, -1)
     result = grid_search(toy.model, toy.X, toy.Y, grid, warm_start=warm_start, tol=0.02,
-                         step="fw", cache=False)
+                         step=step, cache=cache, sampling=sampling)
     assert result.statuses == ["converged"] * grid.size and np.all(result.certified)
     assert np.all(np.diff(result.effective_passes) > 0)
     for lam, w, gap in zip(grid, result.weights, result.gaps):
