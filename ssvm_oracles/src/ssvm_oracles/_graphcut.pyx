@@ -39,6 +39,19 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
 
 
+cdef extern from *:
+    """
+    /* Ask for nbytes from p in cache lines of 64 bytes, without waiting for them. */
+    static inline void ssvm_prefetch(const void* p, Py_ssize_t nbytes) {
+    #if defined(__GNUC__)
+        const char* c = (const char*) p;
+        for (Py_ssize_t k = 0; k < nbytes; k += 64) __builtin_prefetch(c + k);
+    #endif
+    }
+    """
+    void ssvm_prefetch(const void* p, intp_t nbytes) nogil
+
+
 cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const float64_t* val,
                                intp_t nnz) noexcept nogil:
     """sum_k w[idx[k]] val[k], with four partial sums (the add latency bounds one sum)."""
@@ -386,6 +399,9 @@ cdef class GraphCutOracle(MaxOracle):
         cdef float64_t* pw
         cdef const float64_t* x
         cdef bint changed = False
+        for e in range(m):          # start loading the feature rows of the changed edges
+            if (y[head[e]] != y[tail[e]]) != (truth[head[e]] != truth[tail[e]]):
+                ssvm_prefetch(&self.pairwise[e0 + e, 0], self.n_pairwise * sizeof(float64_t))
         for p in range(n):
             out.labels[p] = y[p]
             if y[p] == truth[p]:
@@ -429,6 +445,11 @@ cdef class GraphCutOracle(MaxOracle):
         for k in range(self.n_pairwise):
             if w_pair[k] < 0.0:
                 _raise_nonsubmodular(k, w_pair[k])
+        # The max-flow walks the arc lists in random order: start loading them now.
+        ssvm_prefetch(&self.arc_ptr[p0], (n + 1) * sizeof(intp_t))
+        if m:
+            ssvm_prefetch(&self.arc_to[2 * e0], 2 * m * sizeof(int32_t))
+            ssvm_prefetch(&self.node_arcs[2 * e0], 2 * m * sizeof(int32_t))
         cdef float64_t* mem = <float64_t*> malloc((2 * n + m) * sizeof(float64_t))
         cdef intp_t* active = <intp_t*> malloc((self.n_pairwise + 1) * sizeof(intp_t))
         if mem == NULL or active == NULL:
