@@ -141,22 +141,22 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
     for p in range(n):
         rs[p] = D[p] if D[p] > 0.0 else 0.0
         rt[p] = -D[p] if D[p] < 0.0 else 0.0
-    for a in range(A):                  # push along every path source -> p -> q -> sink first
+    # Push along every path source -> p -> q -> sink first, without branches (the
+    # branches of graph searches are unpredictable): b = 0 leaves everything unchanged.
+    for a in range(A):
         p = to[a ^ 1]
         q = to[a]
-        if rs[p] > 0.0 and rt[q] > 0.0 and cap[a] > 0.0:
-            b = min(rs[p], cap[a], rt[q])
-            rs[p] -= b
-            rt[q] -= b
-            cap[a] -= b
-            cap[a ^ 1] += b
-    for p in range(n):
-        tree[p] = _SOURCE_TREE if rs[p] > 0.0 else (_SINK_TREE if rt[p] > 0.0 else _FREE)
+        b = min(rs[p], cap[a], rt[q])
+        rs[p] -= b
+        rt[q] -= b
+        cap[a] -= b
+        cap[a ^ 1] += b
+    for p in range(n):                  # rs[p] > 0 and rt[p] > 0 exclude each other
+        tree[p] = (rs[p] > 0.0) * _SOURCE_TREE + (rt[p] > 0.0) * _SINK_TREE
         parent[p] = _TERMINAL
         queued[p] = tree[p] != _FREE
-        if queued[p]:
-            queue[q_len] = p
-            q_len += 1
+        queue[q_len] = p
+        q_len += queued[p]
     while True:
         # Growth: scan active nodes until a source-tree node touches a sink-tree node.
         found = False
@@ -387,21 +387,28 @@ cdef class GraphCutOracle(MaxOracle):
                                  np.asarray(self.pairwise)[:self.edge_ptr[-1]],
                                  np.asarray(self.labels), np.asarray(self.omega)))
 
-    cdef float64_t _write(self, intp_t i, const int32_t* y, Corner* out) noexcept nogil:
-        """Labels, sparse psi = phi(y*) - phi(y) and the loss of labelling y; returns L."""
+    cdef int _write(self, intp_t i, const int32_t* y, Corner* out) except -1 nogil:
+        """Labels, sparse psi = phi(y*) - phi(y) and the loss of labelling y."""
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
         cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
         cdef const int32_t* truth = &self.labels[p0]
         cdef const int32_t* head = &self.head[e0]
         cdef const int32_t* tail = &self.tail[e0]
-        cdef intp_t p, e, k, nnz = 0
+        cdef intp_t p, e, j, k, nnz = 0, n_changed = 0
         cdef float64_t coef, diff, loss = 0.0
         cdef float64_t* pw
         cdef const float64_t* x
-        cdef bint changed = False
-        for e in range(m):          # start loading the feature rows of the changed edges
-            if (y[head[e]] != y[tail[e]]) != (truth[head[e]] != truth[tail[e]]):
-                ssvm_prefetch(&self.pairwise[e0 + e, 0], self.n_pairwise * sizeof(float64_t))
+        cdef intp_t* changed = <intp_t*> malloc((m + 1) * sizeof(intp_t))
+        if changed == NULL:
+            with gil:
+                raise MemoryError("graph-cut psi")
+        # The edges whose cut status changed, listed without branches; start loading
+        # their feature rows.
+        for e in range(m):
+            changed[n_changed] = e
+            n_changed += (y[head[e]] != y[tail[e]]) != (truth[head[e]] != truth[tail[e]])
+        for j in range(n_changed):
+            ssvm_prefetch(&self.pairwise[e0 + changed[j], 0], self.n_pairwise * sizeof(float64_t))
         for p in range(n):
             out.labels[p] = y[p]
             if y[p] == truth[p]:
@@ -412,25 +419,23 @@ cdef class GraphCutOracle(MaxOracle):
                 out.psi_idx[nnz] = self.col[k]
                 out.psi_val[nnz] = coef * self.val[k]
                 nnz += 1
-        pw = out.psi_val + nnz
-        for e in range(m):
-            diff = (y[head[e]] != y[tail[e]]) - <float64_t> (truth[head[e]] != truth[tail[e]])
-            if diff == 0.0:
-                continue
-            if not changed:
-                changed = True
-                for k in range(self.n_pairwise):
-                    out.psi_idx[nnz + k] = <int32_t> (self.n_unary + k)
-                    pw[k] = 0.0
-            x = &self.pairwise[e0 + e, 0]
+        if n_changed:
+            pw = out.psi_val + nnz
             for k in range(self.n_pairwise):
-                pw[k] += diff * x[k]
-        if changed:
+                out.psi_idx[nnz + k] = <int32_t> (self.n_unary + k)
+                pw[k] = 0.0
+            for j in range(n_changed):
+                e = changed[j]
+                diff = (y[head[e]] != y[tail[e]]) - <float64_t> (truth[head[e]] != truth[tail[e]])
+                x = &self.pairwise[e0 + e, 0]
+                for k in range(self.n_pairwise):
+                    pw[k] += diff * x[k]
             nnz += self.n_pairwise
+        free(changed)
         out.n_labels = n
         out.psi_nnz = nnz
         out.loss = loss
-        return loss
+        return 0
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
@@ -485,7 +490,8 @@ cdef class GraphCutOracle(MaxOracle):
             for e in range(m):
                 wpsi -= c[e] * ((truth[head[e]] != truth[tail[e]])
                                 - <float64_t> (out.labels[head[e]] != out.labels[tail[e]]))
-            out.score = self._write(i, out.labels, out) - wpsi
+            self._write(i, out.labels, out)
+            out.score = out.loss - wpsi
         finally:
             free(mem)
             free(active)
