@@ -192,7 +192,7 @@ def test_asv_config():
     assert (BENCH_DIR / config["benchmark_dir"] / "__init__.py").is_file()
     built = [re.search(r"\{build_dir\}/(\w+)", cmd).group(1)
              for cmd in config["build_command"] if "pip wheel" in cmd]
-    assert built == ["ssvm_data", "ssvm_core", "ssvm_oracles"]
+    assert built == ["ssvm_data", "ssvm_core", "ssvm_oracles", "ssvm_paths"]
     for package in built:
         assert (BENCH_DIR.parent / package / "pyproject.toml").is_file()
     assert all("--no-index" in cmd for cmd in config["install_command"])
