@@ -80,14 +80,15 @@ def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
     sparse = []                  # (labels, nonzero indices, values) of every y~_i
     for i in range(n):
         lab, psi, loss, _ = oracle.solve_py(i, zero)
-        if not (np.all(np.isfinite(psi)) and np.isfinite(loss) and loss >= 0):
+        if not (np.isfinite(psi.sum()) and np.isfinite(loss) and loss >= 0):
             raise ValueError(f"block {i}: the oracle answered a non-finite psi or a negative "
                              f"loss ({loss}) at w = 0")
-        _store_block(state, i, psi)
+        nonzero = _store_block(state, i, psi)
         psi_sum += psi
         losses[i] = loss
-        nz = np.flatnonzero(psi)
-        sparse.append((np.asarray(lab, dtype=np.int32), nz.astype(np.int32), psi[nz]))
+        if active_sets:
+            sparse.append((np.asarray(lab, dtype=np.int32), nonzero.astype(np.int32),
+                           psi[nonzero]))
     psi_tilde = psi_sum / n
     u = psi_tilde if problem.box is None else np.clip(psi_tilde, *problem.box)
     calls = n
@@ -119,18 +120,21 @@ def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
     return InitialPoint(lam, state, theta, theta_exact, calls)
 
 
-def _store_block(state: SolverState, i: int, psi: np.ndarray) -> None:
-    """Write ``psi`` into block i's storage (dense, or on the block's support)."""
+def _store_block(state: SolverState, i: int, psi: np.ndarray) -> np.ndarray:
+    """Write ``psi`` into block i's storage (dense, or on the block's support).
+
+    Returns the indices of psi's nonzero entries.
+    """
     lo, hi = state.block_ptr[i], state.block_ptr[i + 1]
     if state.dense_blocks:
         state.block_values[lo:hi] = psi
-        return
+        return np.flatnonzero(psi)
     support = state.block_support[lo:hi]
-    on_support = np.zeros(state.n_features, dtype=bool)
-    on_support[support] = True
-    if np.any(psi[~on_support] != 0):
+    values = psi[support]
+    if np.count_nonzero(values) != np.count_nonzero(psi):
         raise ValueError(f"block {i}: psi of the oracle's answer leaves block_support({i})")
-    state.block_values[lo:hi] = psi[support]
+    state.block_values[lo:hi] = values
+    return support[values != 0]
 
 
 def _atoms(sparse: list, losses: np.ndarray, cache_size: int) -> ActiveSets:
