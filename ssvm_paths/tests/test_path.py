@@ -221,6 +221,25 @@ def test_grid_search_solutions_are_certified(toy, warm_start, variant):
         assert -SLACK <= _subopt(toy, lam, w) <= gap + SLACK
 
 
+@settings(max_examples=scaled_examples(8), deadline=None)
+@given(toy_problems(kinds=("chain",), n_max=3), st.sampled_from(VARIANTS[:2]),
+       st.lists(st.floats(0, 1), min_size=3, max_size=3))
+def test_path_with_sparse_block_storage(toy, variant, fractions):
+    """Per-block supports (CoNLL-style storage of w_i): the initial state is written on
+    the supports and the path stays eps-approximate."""
+    from ssvm_oracles import ChainModel
+
+    step, cache, sampling = variant
+    model = ChainModel(toy.model.n_states, sparse_blocks=True)
+    oracle = model.bind(toy.X, toy.Y)
+    assert any(oracle.block_support(i) is not None for i in range(oracle.n_blocks))
+    path = regularization_path(model, toy.X, toy.Y, eps=EPS, lam_min=1e-2, step=step,
+                               cache=cache, sampling=sampling, max_passes=300)
+    assert np.all(path.gap_bounds <= EPS * (1 + 1e-9))
+    for lam in _lams_inside(path, fractions):
+        assert _subopt(toy, lam, path.w_at(lam)) <= EPS + SLACK
+
+
 def test_block_deltas_sum_to_shrink_duals_delta():
     """delta_i = ell_i - lam <w, v_i> add up to the Delta of SolverState.shrink_duals."""
     from ssvm_core.testing import random_chain_data
