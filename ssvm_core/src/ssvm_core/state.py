@@ -234,11 +234,8 @@ class SolverState:
         rho = lam / self.lam
         if rho > 1.0:
             raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
-        if self.dense_blocks:
-            inner = float(np.sum(self.block_values.reshape(self.n_blocks, -1) @ self.w))
-        else:
-            inner = float(self.block_values @ self.w[self.block_support])
-        delta = float(np.sum(self.block_ell)) - self.lam * inner
+        # sum_i <w, v_i> = <w, v>: O(n + d)
+        delta = float(np.sum(self.block_ell)) - self.lam * float(self.w @ self.v)
         self.block_ell *= rho
         self.ell = float(np.sum(self.block_ell))
         if self.atoms is not None:
