@@ -96,6 +96,40 @@ cdef inline bint _rooted(intp_t v, const intp_t* tree, const intp_t* parent,
     return True
 
 
+cdef inline float64_t _path_bottleneck(intp_t v, float64_t b, const intp_t* tree,
+                                       const intp_t* parent, const int32_t* to,
+                                       const float64_t* cap,
+                                       const float64_t* term) noexcept nogil:
+    """min(b, residuals on v's tree path, its terminal residual)."""
+    while parent[v] != _TERMINAL:
+        b = min(b, cap[parent[v]])
+        v = _parent_node(v, tree, parent, to)
+    return min(b, term[v])
+
+
+cdef inline void _push_to_terminal(intp_t v, float64_t b, const intp_t* tree,
+                                   intp_t* parent, const int32_t* to, float64_t* cap,
+                                   float64_t* term, intp_t* orphans,
+                                   intp_t* n_orphans) noexcept nogil:
+    """Push b along v's tree path and terminal arc; a saturated arc orphans its child."""
+    cdef intp_t a, v_next
+    while parent[v] != _TERMINAL:
+        a = parent[v]
+        cap[a] -= b
+        cap[a ^ 1] += b
+        v_next = to[a ^ 1] if tree[v] == _SOURCE_TREE else to[a]
+        if cap[a] == 0.0:
+            parent[v] = _ORPHAN
+            orphans[n_orphans[0]] = v
+            n_orphans[0] += 1
+        v = v_next
+    term[v] -= b
+    if term[v] == 0.0:
+        parent[v] = _ORPHAN
+        orphans[n_orphans[0]] = v
+        n_orphans[0] += 1
+
+
 cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
                   const int32_t* arc_to, const int32_t* node_arcs, const intp_t* arc_ptr,
                   int32_t* labels) except -1 nogil:
@@ -186,50 +220,13 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
             q_len -= 1
         if not found:
             break
-        # Augmentation: bottleneck of source -> ... -> mid -> ... -> sink.
-        b = cap[mid]
-        v = to[mid ^ 1]
-        while parent[v] != _TERMINAL:
-            b = min(b, cap[parent[v]])
-            v = to[parent[v] ^ 1]
-        b = min(b, rs[v])
-        v = to[mid]
-        while parent[v] != _TERMINAL:
-            b = min(b, cap[parent[v]])
-            v = to[parent[v]]
-        b = min(b, rt[v])
+        # Augmentation: bottleneck of source -> ... -> mid -> ... -> sink, then push.
+        b = _path_bottleneck(to[mid ^ 1], cap[mid], tree, parent, to, cap, rs)
+        b = _path_bottleneck(to[mid], b, tree, parent, to, cap, rt)
         cap[mid] -= b
         cap[mid ^ 1] += b
-        v = to[mid ^ 1]
-        while parent[v] != _TERMINAL:
-            a = parent[v]
-            cap[a] -= b
-            cap[a ^ 1] += b
-            if cap[a] == 0.0:
-                parent[v] = _ORPHAN
-                orphans[n_orphans] = v
-                n_orphans += 1
-            v = to[a ^ 1]
-        rs[v] -= b
-        if rs[v] == 0.0:
-            parent[v] = _ORPHAN
-            orphans[n_orphans] = v
-            n_orphans += 1
-        v = to[mid]
-        while parent[v] != _TERMINAL:
-            a = parent[v]
-            cap[a] -= b
-            cap[a ^ 1] += b
-            if cap[a] == 0.0:
-                parent[v] = _ORPHAN
-                orphans[n_orphans] = v
-                n_orphans += 1
-            v = to[a]
-        rt[v] -= b
-        if rt[v] == 0.0:
-            parent[v] = _ORPHAN
-            orphans[n_orphans] = v
-            n_orphans += 1
+        _push_to_terminal(to[mid ^ 1], b, tree, parent, to, cap, rs, orphans, &n_orphans)
+        _push_to_terminal(to[mid], b, tree, parent, to, cap, rt, orphans, &n_orphans)
         # Adoption: re-attach each orphan to a rooted neighbour of its tree, or free it.
         while n_orphans > 0:
             n_orphans -= 1
