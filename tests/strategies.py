@@ -7,7 +7,9 @@ configuration puts ``tests/`` on ``pythonpath``.
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -93,6 +95,15 @@ def binary_problems(draw):
         cost = _random_cost(rng, 2) if kind == "multiclass_cost" else None
         model = MulticlassModel(2, F, cost=cost)
     return _toy(model, X, Y, lam, rng)
+
+
+def load_bench_script(name: str):
+    """``benchmarks/scripts/<name>.py`` as a module (the scripts are no package)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_smoke", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def assert_box_fit_certified(model, X, Y, batch: bool, lam: float = 0.1) -> None:

@@ -1,16 +1,12 @@
 """Smoke test of benchmarks/scripts/bench_paths.py on generated data (speed never asserted)."""
 
 import csv
-import importlib.util
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "bench_paths.py"
+from strategies import load_bench_script
 
 
 def test_bench_paths_writes_csv_and_png(tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location("bench_paths", SCRIPT)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench_script("bench_paths")
     out_csv, out_png = tmp_path / "paths.csv", tmp_path / "paths.png"
     assert bench.main(["--dataset", "synthetic-multiclass", "--eps", "0.2", "--lam-min", "0.25",
                        "--step", "fw", "--no-cache", "--csv", str(out_csv),

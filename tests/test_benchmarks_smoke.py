@@ -9,7 +9,6 @@ with a few synthetic words.  Speed is never asserted here.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import itertools
 import json
 import math
@@ -18,9 +17,9 @@ import re
 from pathlib import Path
 
 import pytest
+from strategies import load_bench_script
 
 BENCH_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
-SCRIPT = BENCH_DIR / "scripts" / "bench_ocr.py"
 
 
 @pytest.fixture
@@ -140,17 +139,10 @@ def test_ocr_large_fast_profile(monkeypatch):
     assert common.bound_oracle("ocr-large-fast").n_blocks == common.FAST_WORDS
 
 
-def _load_script(path=SCRIPT):
-    spec = importlib.util.spec_from_file_location(f"{path.stem}_smoke", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     out = tmp_path / "ocr.json"
-    report = _load_script().main(["--synthetic", "12", "--passes", "5", "--repeat", "2",
+    report = load_bench_script("bench_ocr").main(["--synthetic", "12", "--passes", "5", "--repeat", "2",
                                   "--json", str(out)])
     printed = capsys.readouterr().out
     assert printed.startswith("$ bench_ocr.py --synthetic 12")
@@ -171,7 +163,7 @@ def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
 def test_bench_variants_script(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     out, png = tmp_path / "variants.csv", tmp_path / "variants.png"
-    script = _load_script(BENCH_DIR / "scripts" / "bench_variants.py")
+    script = load_bench_script("bench_variants")
     assert script.main(["--dataset", "synthetic-ocr", "--n", "12", "--passes", "2",
                         "--gap-check-every", "1", "--seeds", "2", "--csv", str(out),
                         "--png", str(png)]) == 0
@@ -200,7 +192,7 @@ def test_asv_config():
 
 
 def test_bench_active_overhead_script(capsys):
-    script = _load_script(BENCH_DIR / "scripts" / "bench_active_overhead.py")
+    script = load_bench_script("bench_active_overhead")
     assert script.main(["--synthetic", "8", "--passes", "2", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert all(v in out for v in script.VARIANTS)

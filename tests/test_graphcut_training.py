@@ -1,12 +1,10 @@
 """Graph cuts end to end: BCFW with the w_P >= 0 box on HorseSeg-like data, and the CLI."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from strategies import assert_box_fit_certified
+from strategies import assert_box_fit_certified, load_bench_script
 
 from ssvm.cli import main
 from ssvm_data import horseseg_like
@@ -34,10 +32,7 @@ def test_cli_trains_synthetic_horseseg_within_the_box(tmp_path, capsys):
 
 
 def test_bench_graphcut_script_runs(tmp_path, capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "bench_graphcut.py"
-    spec = importlib.util.spec_from_file_location("bench_graphcut_smoke", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_bench_script("bench_graphcut")
     out = tmp_path / "graphcut.json"
     report = script.main(["--images", "3", "--nodes", "20", "--unary", "30", "--pairwise", "5",
                           "--passes", "2", "--repeat", "2", "--json", str(out)])

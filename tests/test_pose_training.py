@@ -1,12 +1,10 @@
 """Pose trees end to end: planted LSP-like data, box-constrained BCFW, the CLI, the benchmark."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-from strategies import assert_box_fit_certified
+from strategies import assert_box_fit_certified, load_bench_script
 
 from ssvm.cli import main
 from ssvm_core import FrankWolfeSSVM
@@ -72,10 +70,7 @@ def test_cli_trains_synthetic_lsp_within_the_box(tmp_path, capsys):
 
 
 def test_bench_tree_script_runs(tmp_path, capsys):
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / "bench_tree.py"
-    spec = importlib.util.spec_from_file_location("bench_tree_smoke", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_bench_script("bench_tree")
     out = tmp_path / "tree.json"
     report = script.main(["--grid", "4", "5", "--types", "2", "--images", "2", "--repeat", "1",
                           "--json", str(out)])

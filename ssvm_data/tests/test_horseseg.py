@@ -31,17 +31,21 @@ def pattern(x: SuperpixelImage) -> dict:
             "num_states": 2.0, "image_file": "HDSeg/images/x.JPEG"}
 
 
-def write(path, X, Y, X_test, Y_test, **overrides):
-    contents = {
+def file_variables(X, Y, X_test, Y_test, **overrides):
+    """The variables of a horseSeg file; an override of None drops the variable."""
+    variables = {
         "patterns_train": cell([pattern(x) for x in X]),
         "labels_train": cell([{"labels": y.astype(float), "superpixel_size": np.ones(len(y))}
                               for y in Y]),
         "patterns_test": cell([pattern(x) for x in X_test]),
         "labels_test": cell([{"labels": y.astype(float)} for y in Y_test]),
     }
-    contents.update(overrides)
-    contents = {k: v for k, v in contents.items() if v is not None}
-    scipy.io.savemat(path, contents)
+    variables.update(overrides)
+    return {k: v for k, v in variables.items() if v is not None}
+
+
+def write(path, X, Y, X_test, Y_test, **overrides):
+    scipy.io.savemat(path, file_variables(X, Y, X_test, Y_test, **overrides))
     return path
 
 
@@ -265,15 +269,7 @@ def savemat73(path, contents):
 
 
 def write73(path, X, Y, X_test, Y_test, **overrides):
-    contents = {
-        "patterns_train": cell([pattern(x) for x in X]),
-        "labels_train": cell([{"labels": y.astype(float), "superpixel_size": np.ones(len(y))}
-                              for y in Y]),
-        "patterns_test": cell([pattern(x) for x in X_test]),
-        "labels_test": cell([{"labels": y.astype(float)} for y in Y_test]),
-    }
-    contents.update(overrides)
-    return savemat73(path, {k: v for k, v in contents.items() if v is not None})
+    return savemat73(path, file_variables(X, Y, X_test, Y_test, **overrides))
 
 
 def test_v73_file_loads_like_the_v7_file(tmp_path):
