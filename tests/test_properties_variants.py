@@ -393,3 +393,28 @@ def test_float32_atoms_are_certified_and_round_trip(tmp_path, step, cache):
     assert loaded.atoms.single
     np.testing.assert_array_equal(loaded.atoms.to_arrays()["atom_psi_val"],
                                   arrays["atom_psi_val"])
+
+
+@settings(max_examples=scaled_examples(15), deadline=None)
+@given(toy_problems(n_max=3), st.booleans(), st.booleans(), st.integers(0, 2 ** 16))
+def test_move_to_vertices_puts_each_block_at_its_labelling(toy, active, use_box, seed):
+    rng = np.random.default_rng(seed)
+    box = random_box(rng, toy.oracle.n_features) if use_box else None
+    state = solve(toy.oracle, toy.lam, step="pairwise" if active else "fw", box=box,
+                  max_passes=2, tol=0, random_state=0).state
+    picks = [int(rng.integers(len(c))) for c in toy.enum.candidates]
+    state.move_to_vertices(toy.oracle, [toy.enum.candidates[i][k] for i, k in enumerate(picks)])
+    n = state.n_blocks
+    psi = [toy.enum.psi[i][k] for i, k in enumerate(picks)]
+    loss = np.array([toy.enum.loss[i][k] for i, k in enumerate(picks)])
+    for i in range(n):
+        np.testing.assert_allclose(state.block_vector(i), psi[i] / (toy.lam * n), atol=1e-12)
+    np.testing.assert_allclose(state.v, sum(psi) / (toy.lam * n), atol=1e-12)
+    np.testing.assert_allclose(state.block_ell, loss / n)
+    assert state.ell == pytest.approx(loss.sum() / n)
+    if box is not None:
+        np.testing.assert_array_equal(state.w, np.clip(state.v, *box))
+    if active:
+        state.check_atoms()
+        assert all(np.count_nonzero(state.atoms.alphas(i)) == 1 for i in range(n))
+    assert np.isnan(state.block_gap_estimates).all() and state.n_steps == 0

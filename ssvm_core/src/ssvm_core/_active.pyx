@@ -26,7 +26,7 @@ from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot, _psi_at,
                                _atom_scatter)
 from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
-                                _use_ground_truth)
+                                _clear_psi, _corner_dense, _use_ground_truth)
 from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
 from ssvm_core._sampling cimport _tree_set
 
@@ -45,8 +45,7 @@ cdef struct Options:
     float64_t lam
     int step
     bint line_search          # False: predefined FW step 2n / (k + 2n)
-    bint cache
-    bint keep_inactive        # False: atoms leaving the active set are deleted
+    bint cache                # also: without a cache, atoms leaving S_i are deleted
     float64_t cache_factor    # F of 001 Alg. 5
     float64_t cache_nu        # nu of 001 Alg. 5
     float64_t global_gap      # g of the last exact gap pass
@@ -430,7 +429,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         cnt.steps = j
 
         # Without a cache, atoms leaving the active set are forgotten.
-        if not opt.keep_inactive:
+        if not opt.cache:
             k = blk.n - 1
             while k >= 1:
                 if blk.alpha[k] == 0.0:
@@ -501,7 +500,6 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     opt.step = STEPS.index(step)
     opt.line_search = line_search
     opt.cache = cache
-    opt.keep_inactive = cache
     opt.cache_factor = cache_factor
     opt.cache_nu = cache_nu
     opt.n_samples = n_samples
@@ -536,3 +534,44 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
         state.cache_hits_local += cnt.hits_local
         state.cache_hits_global += cnt.hits_global
     return cnt.oracle_calls
+
+
+def move_to_vertices(MaxOracle oracle, state, labellings):
+    """Put block i at the vertex alpha_i = delta(labellings[i]), for every block.
+
+    This is a FW step of size 1 on each block toward the given labelling:
+    v_i = psi_i(y) / (lam n) and ell_i = L_i(y) / n, with v and w = clip(v)
+    following; with active sets the labelling becomes the block's only active
+    atom (other stored labellings stay, inactive, and a run without a cache
+    drops them at the block's next step).  The average restarts at the new point and the gap estimates are
+    forgotten.  Costs one ``evaluate`` per block, O(nnz(psi) + size of v_i).
+    """
+    cdef intp_t n = oracle.n_blocks, i, k, ks
+    if len(labellings) != n:
+        raise ValueError(f"{len(labellings)} labellings for {n} blocks")
+    cdef StateView view = StateView(state)
+    cdef float64_t[::1] s = np.zeros(oracle.n_features)
+    cdef CornerBuffer buf = CornerBuffer(oracle)
+    cdef Corner* c = &buf.corner
+    cdef float64_t scale = 1.0 / (state.lam * n)
+    cdef int32_t[::1] lab
+    cdef ActiveSets atoms = state.atoms
+    cdef BlockAtoms* blk
+    cdef const float64_t* vs
+    for i in range(n):
+        lab = np.ascontiguousarray(labellings[i], dtype=np.int32).ravel()
+        oracle.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], view.primal.w, c)
+        vs = _corner_dense(c, &s[0])
+        _affine_move(view.blocks.values + view.blocks.ptr[i], _block_support(&view.blocks, i),
+                     view.blocks.ptr[i + 1] - view.blocks.ptr[i], -1.0, vs, scale,
+                     &view.primal, 0.0)
+        view.blocks.ell[i] = c.loss / n
+        if atoms is not None:
+            ks = atoms._add(i, c, 0, oracle.n_features)
+            blk = &atoms.blocks[i]
+            for k in range(blk.n):
+                blk.alpha[k] = 1.0 if k == ks else 0.0
+        if c.psi_idx != NULL:
+            _clear_psi(c, &s[0])
+    state.ell = float(np.sum(state.block_ell))
+    state._move_to(state.lam)

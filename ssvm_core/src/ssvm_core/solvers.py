@@ -169,10 +169,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
     _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
-    _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu)
-    if int(n_samples) != n_samples or n_samples < 1 or (n_samples > 1 and batch):
-        raise ValueError(f"n_samples must be a positive integer (1 for batch FW), got "
-                         f"{n_samples}")
+    _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
+                   n_samples)
     n_jobs = effective_n_jobs(n_jobs)
     active_sets = step != "fw" or cache or n_samples > 1
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
@@ -364,7 +362,8 @@ def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):
     return None
 
 
-def _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu):
+def _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
+                   n_samples):
     if step not in STEPS:
         raise ValueError(f"step must be one of {STEPS}, got {step!r}")
     if batch and (step != "fw" or cache):
@@ -375,6 +374,9 @@ def _check_variant(batch, line_search, step, cache, cache_size, cache_factor, ca
                          "(line_search=False) is for FW steps")
     if int(cache_size) != cache_size or cache_size < 2:
         raise ValueError(f"cache_size must be an integer >= 2, got {cache_size}")
+    if int(n_samples) != n_samples or n_samples < 1 or (n_samples > 1 and batch):
+        raise ValueError(f"n_samples must be a positive integer (1 for batch FW), got "
+                         f"{n_samples}")
     if not (cache_factor >= 0 and cache_nu >= 0):
         raise ValueError(f"cache_factor and cache_nu must be >= 0, got {cache_factor}, "
                          f"{cache_nu}")

@@ -8,6 +8,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from ssvm_core import _active
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.oracles import as_oracle
@@ -203,11 +204,7 @@ class SolverState:
         if self.has_box:
             self.w[:] = np.clip(self.v, self.lower, self.upper)
         self.block_values *= factor
-        self.lam = lam
-        self.block_gap_estimates[:] = np.nan
-        self.block_oracle_gaps[:] = np.nan
-        self.last_exact_gap = float("nan")
-        self.reset_averaging()
+        self._move_to(lam)
 
     def shrink_duals(self, lam: float) -> float:
         """Move to a smaller lambda keeping w: 001 Prop. 1's dual rescaling.
@@ -240,12 +237,27 @@ class SolverState:
         self.ell = float(np.sum(self.block_ell))
         if self.atoms is not None:
             self.atoms.shrink(rho)
+        self._move_to(lam)
+        return delta
+
+    def _move_to(self, lam: float) -> None:
+        """Set lambda after a rescaling: the gaps known so far are stale and the
+        average restarts at the rescaled point."""
         self.lam = lam
         self.block_gap_estimates[:] = np.nan
         self.block_oracle_gaps[:] = np.nan
         self.last_exact_gap = float("nan")
         self.reset_averaging()
-        return delta
+
+    def move_to_vertices(self, oracle, labellings) -> None:
+        """Set alpha_i = delta(labellings[i]) in every block (a FW step of size 1 each).
+
+        v_i = psi_i(y) / (lam n) and ell_i = L_i(y) / n; e.g. the start of a
+        regularization path (001 Alg. 6).  One ``evaluate`` per block.
+        """
+        oracle = as_oracle(oracle)
+        self.check_compatible(oracle)
+        _active.move_to_vertices(oracle, self, labellings)
 
     def check_atoms(self, atol: float = 1e-9) -> None:
         """Check the active-set invariants; raise ``AssertionError`` naming a violation.

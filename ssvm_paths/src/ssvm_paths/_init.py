@@ -7,7 +7,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssvm_core import SolverState
-from ssvm_core._atoms import ActiveSets
 from ssvm_paths._common import Problem
 
 
@@ -70,25 +69,16 @@ def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
     keeps the bound valid (a larger lambda_inf).
     """
     oracle, n, d = problem.oracle, problem.n, problem.d
-    # The state is laid out first; block i's psi_i(y~_i) goes straight into its storage
-    # (scaled by 1 / (lam n) once lam is known), so no dense n x d array is made.
-    state = SolverState.for_oracle(oracle, 1.0, averaging=False, box=problem.box,
-                                   active_sets=False, cache_size=cache_size)
     zero = np.zeros(d)
     psi_sum = np.zeros(d)
-    losses = np.zeros(n)
-    sparse = []                  # (labels, nonzero indices, values) of every y~_i
+    labellings = []              # y~_i
     for i in range(n):
         lab, psi, loss, _ = oracle.solve_py(i, zero)
         if not (np.isfinite(psi.sum()) and np.isfinite(loss) and loss >= 0):
             raise ValueError(f"block {i}: the oracle answered a non-finite psi or a negative "
                              f"loss ({loss}) at w = 0")
-        nonzero = _store_block(state, i, psi)
         psi_sum += psi
-        losses[i] = loss
-        if active_sets:
-            sparse.append((np.asarray(lab, dtype=np.int32), nonzero.astype(np.int32),
-                           psi[nonzero]))
+        labellings.append(lab)
     psi_tilde = psi_sum / n
     u = psi_tilde if problem.box is None else np.clip(psi_tilde, *problem.box)
     calls = n
@@ -108,62 +98,7 @@ def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
                          "there is no path to compute")
     lam = bound / (kappa * eps)
     # alpha_i(y~_i) = 1 at lam: v_i = psi_i(y~_i) / (lam n), ell_i = L_i(y~_i) / n.
-    state.lam = lam
-    state.block_values *= 1.0 / (lam * n)
-    state.block_ell[:] = losses / n
-    state.ell = float(state.block_ell.sum())
-    state.v[:] = psi_tilde / lam
-    if state.has_box:
-        state.w[:] = np.clip(state.v, state.lower, state.upper)
-    if active_sets:
-        state.atoms = _atoms(sparse, losses, cache_size)
+    state = SolverState.for_oracle(oracle, lam, averaging=False, box=problem.box,
+                                   active_sets=active_sets, cache_size=cache_size)
+    state.move_to_vertices(oracle, labellings)
     return InitialPoint(lam, state, theta, theta_exact, calls)
-
-
-def _store_block(state: SolverState, i: int, psi: np.ndarray) -> np.ndarray:
-    """Write ``psi`` into block i's storage (dense, or on the block's support).
-
-    Returns the indices of psi's nonzero entries.
-    """
-    lo, hi = state.block_ptr[i], state.block_ptr[i + 1]
-    if state.dense_blocks:
-        state.block_values[lo:hi] = psi
-        return np.flatnonzero(psi)
-    support = state.block_support[lo:hi]
-    values = psi[support]
-    if np.count_nonzero(values) != np.count_nonzero(psi):
-        raise ValueError(f"block {i}: psi of the oracle's answer leaves block_support({i})")
-    state.block_values[lo:hi] = values
-    return support[values != 0]
-
-
-def _atoms(sparse: list, losses: np.ndarray, cache_size: int) -> ActiveSets:
-    """Active sets {ground truth (alpha 0), y~_i (alpha 1)}; y~_i = y_i keeps alpha on atom 0."""
-    ptr, lab_len, psi_len, alpha, loss = [0], [], [], [], []
-    lab_parts, idx_parts, val_parts = [], [], []
-    for (labels, nz, values), loss_i in zip(sparse, losses):
-        is_truth = nz.size == 0 and loss_i == 0.0
-        lab_len.append(0)
-        psi_len.append(0)
-        alpha.append(1.0 if is_truth else 0.0)
-        loss.append(0.0)
-        if not is_truth:
-            lab_len.append(labels.size)
-            psi_len.append(nz.size)
-            alpha.append(1.0)
-            loss.append(loss_i)
-            lab_parts.append(labels)
-            idx_parts.append(nz)
-            val_parts.append(values)
-        ptr.append(len(alpha))
-    total = len(alpha)
-    return ActiveSets.from_arrays({
-        "atom_ptr": np.array(ptr, dtype=np.intp),
-        "atom_lab_len": np.array(lab_len, dtype=np.intp),
-        "atom_psi_len": np.array(psi_len, dtype=np.intp),
-        "atom_alpha": np.array(alpha), "atom_loss": np.array(loss),
-        "atom_last_used": np.zeros(total, dtype=np.intp),
-        "atom_labels": np.concatenate(lab_parts) if lab_parts else np.zeros(0, np.int32),
-        "atom_psi_idx": np.concatenate(idx_parts) if idx_parts else np.zeros(0, np.int32),
-        "atom_psi_val": np.concatenate(val_parts) if val_parts else np.zeros(0),
-        "atom_cache_size": np.array(cache_size)})
