@@ -229,6 +229,69 @@ def check_against_enumeration(model, X, Y, rng):
                 assert (loss_e, score_e) == pytest.approx((loss[k], scores[k]), abs=tol)
 
 
+def reference_maxsum(model, x, truth, w):
+    """max over labellings of loss + <w, phi> by dynamic programming over the tree, each
+    edge maximised over (t_up, t_down, l_child) by brute force (O(T^2 L^2) per edge)."""
+    unary, pairwise, offsets = x
+    P, (A, T), (H, W) = model.n_parts, pairwise.shape[:2], unary.shape[1:]
+    parents = np.asarray(model.parents)
+    pos = np.stack(np.meshgrid(np.arange(W), np.arange(H)), -1).reshape(-1, 2)   # (x, y)
+    t = truth[:2 * P].reshape(P, 2)
+    a, b = model.scale_parts
+    rho2 = model.loss_scale ** 2 * float(np.sum((t[a] - t[b]) ** 2))
+    dist2 = ((pos[None] - t[:, None]) ** 2).sum(-1)
+    loss = (dist2 > rho2) if model.loss_kind == "pdj" else np.minimum(1.0, dist2 / rho2)
+    belief = w[:P, None] * unary.reshape(P, -1) + loss / P
+    w_type, w_def = w[P:P + A], w[P + A:].reshape(A, T, 4)
+
+    def deform(arc, typ, d):                       # score of displacements d (..., 2)
+        e = d - offsets[arc, typ]
+        return -(w_def[arc, typ] * np.stack([e[..., 0], e[..., 0] ** 2, e[..., 1],
+                                              e[..., 1] ** 2], -1)).sum(-1)
+
+    order = [int(np.flatnonzero(parents == -1)[0])]
+    for p in order:
+        order.extend(np.flatnonzero(parents == p).tolist())
+    arc_of = {c: 2 * k for k, c in enumerate(np.flatnonzero(parents >= 0))}
+    disp = pos[:, None] - pos[None]                # [l_child, l_parent]
+    for c in reversed(order[1:]):
+        up, down = arc_of[c], arc_of[c] + 1
+        msg = np.full(H * W, -np.inf)
+        for t1, t2 in itertools.product(range(T), repeat=2):
+            total = (belief[c][:, None] + w_type[up] * pairwise[up, t1].ravel()[:, None]
+                     + w_type[down] * pairwise[down, t2].ravel()[None]
+                     + deform(up, t1, disp) + deform(down, t2, -disp))
+            msg = np.maximum(msg, total.max(axis=0))
+        belief[parents[c]] += msg
+    return belief[order[0]].max()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tree_maxsum_equals_dynamic_programming_on_larger_grids(seed):
+    """Grids too large to enumerate: the max equals a brute-force DP, the labelling reaches it."""
+    rng = np.random.default_rng(seed)
+    parents = [[-1, 0, 1, 1, 0], [2, 2, -1, 0, 3]][seed % 2]
+    H, W = [(7, 9), (12, 5), (1, 11), (10, 10), (6, 1), (8, 13)][seed]
+    T = 3
+    model = PoseModel(parents, (0, 2), n_types=T, loss=["truncated", "pdj"][seed % 2])
+    X = [random_input(rng, 5, T, H, W, scale=s) for s in (0.3, 3.0)]
+    for x in X:                                    # mean displacements of a few cells
+        x[2][:] = rng.integers(-3, 4, size=x[2].shape)
+    Y = [random_truth(rng, 5, 8, T, H, W, (0, 2)) for _ in X]
+    oracle = model.bind(X, Y)
+    for w in feasible_weights(rng, model):
+        for i, (x, y) in enumerate(zip(X, Y)):
+            labels, _, loss, score = oracle.solve_py(i, w)
+            best = reference_maxsum(model, x, y, w)
+            got = (reference_loss(5, y, labels[None], model.scale_parts, model.loss_kind)[0]
+                   + reference_phi(model.parents, x, labels[None])[0] @ w
+                   - reference_phi(model.parents, x, y[None])[0] @ w)
+            tol = 1e-9 * max(1.0, abs(best))
+            assert score == pytest.approx(got, abs=tol)
+            assert got + reference_phi(model.parents, x, y[None])[0] @ w == pytest.approx(
+                best, abs=tol)
+
+
 @settings(max_examples=scaled_examples(30))
 @given(tiny_poses())
 def test_ground_truth_psi_zero_and_losses_in_unit_interval(case):

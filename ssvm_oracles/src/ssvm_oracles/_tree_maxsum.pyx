@@ -121,73 +121,91 @@ cdef struct _Example:
 # Generalized distance transform (Felzenszwalb & Huttenlocher)
 # ---------------------------------------------------------------------------
 
-cdef void _dt1d(const float64_t* f, intp_t fs, intp_t n, float64_t a, float64_t b,
-                float64_t* d, intp_t ds, int32_t* arg, intp_t gs,
-                intp_t* v, float64_t* z, float64_t* h) noexcept nogil:
+cdef void _reciprocals(intp_t m, float64_t* inv) noexcept nogil:
+    """inv[k] = 1 / k for k in [1, m] (inv[0] unused): the envelope's divisions."""
+    cdef intp_t k
+    inv[0] = INFINITY
+    for k in range(1, m + 1):
+        inv[k] = 1.0 / k
+
+
+cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
+                float64_t* d, intp_t ds, int32_t* arg, intp_t gs, const float64_t* inv,
+                intp_t* v, float64_t* z, float64_t* hv) noexcept nogil:
     """d[x] = max_q f[q] - a (q - x)^2 - b (q - x) for x, q in [0, n); arg[x] = the q.
 
-    Strides fs, ds, gs for f, d and arg; a >= 0.  Up to the common term
-    b x - a x^2, candidate q is the line h_q + 2 a q x with h_q = f[q] - a q^2 - b q
-    (the parabola form of F&H): the upper envelope of these lines, in order of
-    increasing slope, is built in one sweep and read in a second, O(n).
-    Workspace v (n), z (n + 1), h (n).
+    f is contiguous; strides ds, gs for d and arg (arg may be NULL); a >= 0.
+    Up to the common term b x - a x^2, candidate q is the line h_q + 2 a q x with
+    h_q = f[q] - a q^2 - b q (the parabola form of F&H): the upper envelope of
+    these lines, in order of increasing slope, is built in one sweep and read in
+    a second, O(n).  Breakpoints are kept multiplied by 2 a, so that the line of
+    q overtakes the one of v at 2 a x = (h_v - h_q) / (q - v), a product with
+    inv[q - v] = 1 / (q - v) (table of ``_reciprocals``, n entries).
+    Workspace v (n), z (n + 1), hv (n): the envelope's lines, their
+    breakpoints and their h.
     """
     cdef intp_t q, k, x, best
-    cdef float64_t s, hq, u
+    cdef float64_t s, hq, u, a2
     if a < _TINY:                       # linear: the argmax does not depend on x
         best = 0
         for q in range(1, n):
-            if f[q * fs] - b * q > f[best * fs] - b * best:
+            if f[q] - b * q > f[best] - b * best:
                 best = q
         for x in range(n):
-            arg[x * gs] = <int32_t> best
-            d[x * ds] = f[best * fs] - b * (best - x)
+            if arg != NULL:
+                arg[x * gs] = <int32_t> best
+            d[x * ds] = f[best] - b * (best - x)
         return
     k = 0
     v[0] = 0
     z[0] = -INFINITY
-    z[1] = INFINITY
-    h[0] = f[0]
+    hv[0] = f[0]
     for q in range(1, n):
-        hq = f[q * fs] - a * q * q - b * q
-        h[q] = hq
+        hq = f[q] - (a * q + b) * q
         while True:
-            # line q overtakes the envelope's last line v[k] for x > s
-            s = (h[v[k]] - hq) / (2.0 * a * (q - v[k]))
+            # line q overtakes the envelope's last line v[k] for 2 a x > s
+            s = (hv[k] - hq) * inv[q - v[k]]
             if s > z[k]:
                 k += 1
-                v[k] = q
-                z[k] = s
-                z[k + 1] = INFINITY
                 break
             if k == 0:                  # line q dominates everywhere so far
-                v[0] = q
                 break
             k -= 1
+        v[k] = q
+        hv[k] = hq
+        z[k] = s if k > 0 else -INFINITY
+    z[k + 1] = INFINITY
     k = 0
+    a2 = 2.0 * a
     for x in range(n):
-        while z[k + 1] < x:
+        s = a2 * x
+        while z[k + 1] < s:
             k += 1
         q = v[k]
         u = <float64_t> (q - x)
-        arg[x * gs] = <int32_t> q
-        d[x * ds] = f[q * fs] - a * u * u - b * u
+        if arg != NULL:
+            arg[x * gs] = <int32_t> q
+        d[x * ds] = f[q] - (a * u + b) * u
 
 
-cdef void _dt2d(const float64_t* f, intp_t H, intp_t W, float64_t ax, float64_t bx,
+cdef void _dt2d(const float64_t* ft, intp_t H, intp_t W, float64_t ax, float64_t bx,
                 float64_t ay, float64_t by, float64_t* tmp, int32_t* argy,
-                float64_t* d, int32_t* argx, intp_t* v, float64_t* z,
-                float64_t* h) noexcept nogil:
+                float64_t* d, int32_t* argx, const float64_t* inv, intp_t* v, float64_t* z,
+                float64_t* hv) noexcept nogil:
     """d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r, u = x'-x, r = y'-y.
 
-    The maximiser of (y, x) is x' = argx[y, x], y' = argy[y, x'] (separable:
-    first along the columns into tmp, then along the rows).
+    Input ft = f transposed (W, H), so both passes read contiguous memory:
+    first along the columns into tmp (H, W), then along the rows.  If argy and
+    argx are not NULL, the maximiser of (y, x) is x' = argx[y, x],
+    y' = argy[y, x'].  inv: ``_reciprocals`` up to max(H, W).
     """
     cdef intp_t x, y
     for x in range(W):
-        _dt1d(f + x, W, H, ay, by, tmp + x, W, argy + x, W, v, z, h)
+        _dt1d(ft + x * H, H, ay, by, tmp + x, W, argy + x if argy != NULL else NULL, W,
+              inv, v, z, hv)
     for y in range(H):
-        _dt1d(tmp + y * W, 1, W, ax, bx, d + y * W, 1, argx + y * W, 1, v, z, h)
+        _dt1d(tmp + y * W, W, ax, bx, d + y * W, 1, argx + y * W if argx != NULL else NULL,
+              1, inv, v, z, hv)
 
 
 def _check_map(f):
@@ -214,10 +232,12 @@ def distance_transform_1d(f, a, b):
     d = np.empty(n)
     arg = np.empty(n, dtype=np.int32)
     cdef float64_t[::1] dv = d, zv = np.empty(n + 1), hv = np.empty(n)
+    cdef float64_t[::1] inv = np.empty(n + 1)
     cdef int32_t[::1] gv = arg
     cdef intp_t[::1] vv = np.empty(n, dtype=np.intp)
     with nogil:
-        _dt1d(&fv[0], 1, n, av, bv, &dv[0], 1, &gv[0], 1, &vv[0], &zv[0], &hv[0])
+        _reciprocals(n, &inv[0])
+        _dt1d(&fv[0], n, av, bv, &dv[0], 1, &gv[0], 1, &inv[0], &vv[0], &zv[0], &hv[0])
     return d, arg
 
 
@@ -228,7 +248,7 @@ def distance_transform_2d(f, ax, bx, ay, by):
     arr = _check_map(f)
     if arr.ndim != 2:
         raise ValueError(f"the map must be 2-D, got shape {arr.shape}")
-    cdef float64_t[:, ::1] fv = arr
+    cdef float64_t[:, ::1] fv = np.ascontiguousarray(arr.T)
     cdef intp_t H = arr.shape[0], W = arr.shape[1], m = max(H, W), x, y, xs
     cdef float64_t axv = _check_quadratic(ax, "ax"), ayv = _check_quadratic(ay, "ay")
     cdef float64_t bxv = float(bx), byv = float(by)
@@ -237,11 +257,13 @@ def distance_transform_2d(f, ax, bx, ay, by):
     cdef float64_t[:, ::1] dv = d
     cdef int32_t[:, ::1] gv = arg
     cdef float64_t[::1] tmp = np.empty(H * W), zv = np.empty(m + 1), hv = np.empty(m)
+    cdef float64_t[::1] inv = np.empty(m + 1)
     cdef int32_t[::1] argy = np.empty(H * W, dtype=np.int32)
     cdef intp_t[::1] vv = np.empty(m, dtype=np.intp)
     with nogil:
+        _reciprocals(m, &inv[0])
         _dt2d(&fv[0, 0], H, W, axv, bxv, ayv, byv, &tmp[0], &argy[0], &dv[0, 0],
-              &gv[0, 0], &vv[0], &zv[0], &hv[0])
+              &gv[0, 0], &inv[0], &vv[0], &zv[0], &hv[0])
         for y in range(H):
             for x in range(W):
                 xs = gv[y, x]
@@ -370,31 +392,70 @@ cdef void _pair_coefficients(const float64_t* w1, const float64_t* r1, const flo
     c[0] = q1 * s1 * s1 - l1 * s1 + q2 * s2 * s2 - l2 * s2
 
 
+cdef void _edge_cost(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t a1,
+                     intp_t t1, intp_t t2, float64_t* q) noexcept nogil:
+    """q = (ax, bx, ay, by, c): the deformation cost of the edge of arcs a1 (type t1)
+    and a1 + 1 (type t2) is ax u^2 + bx u + ay r^2 + by r + c at l_c - l_parent = (u, r)."""
+    cdef intp_t T = tr.T, j1 = a1 * T + t1, j2 = (a1 + 1) * T + t2
+    cdef const float64_t* wd = w + _off_deform(tr)
+    cdef float64_t cx, cy
+    _pair_coefficients(wd + 4 * j1, ex.offsets + 2 * j1, wd + 4 * j2, ex.offsets + 2 * j2,
+                       0, &q[0], &q[1], &cx)
+    _pair_coefficients(wd + 4 * j1, ex.offsets + 2 * j1, wd + 4 * j2, ex.offsets + 2 * j2,
+                       1, &q[2], &q[3], &cy)
+    q[4] = cx + cy
+
+
+cdef intp_t _best_child_position(const float64_t* belief, const float64_t* pair1,
+                                 float64_t wt1, intp_t H, intp_t W, const float64_t* q,
+                                 intp_t xp, intp_t yp) noexcept nogil:
+    """argmax over l = (x, y) of belief[l] + wt1 pair1[l] - cost(l - (xp, yp)), cost as
+    in ``_edge_cost`` (flat index): the back-pointer of one parent position, O(L)."""
+    cdef intp_t x, y, k, best = 0
+    cdef float64_t u, r, ry, val, best_val = -INFINITY
+    for y in range(H):
+        r = <float64_t> (y - yp)
+        ry = (q[2] * r + q[3]) * r
+        for x in range(W):
+            u = <float64_t> (x - xp)
+            k = y * W + x
+            val = (belief[k] + wt1 * pair1[k]) - (q[0] * u + q[1]) * u - ry
+            if val > best_val:
+                best_val = val
+                best = k
+    return best
+
+
 cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
                  const int32_t* truth, float64_t radius2, int kind,
                  int32_t* out) except -1 nogil:
-    """Write argmax_y <w, phi(x, y)> (+ L(truth, y) if truth != NULL) to out."""
+    """Write argmax_y <w, phi(x, y)> (+ L(truth, y) if truth != NULL) to out.
+
+    The forward pass keeps only the best type pair per edge and parent
+    position; the best child position of the chosen pair is recovered on the
+    way down by ``_best_child_position`` (O(L) per edge), so the distance
+    transforms store no argmax.
+    """
     cdef intp_t P = tr.P, T = tr.T, H = ex.H, W = ex.W, L = ex.L, m = max(H, W)
-    cdef intp_t i, p, c, par, a1, a2, t1, t2, k, x, y, xs, pos
-    cdef float64_t wu, wt1, wt2, ax, bx, cx, ay, by, cy, val, dx, dy
+    cdef intp_t i, p, c, par, a1, a2, t1, t2, k, x, y, pos, tp
+    cdef float64_t wu, wt1, wt2, val, dx, dy
+    cdef float64_t q[5]
     cdef float64_t* belief
     cdef float64_t* msg
-    cdef float64_t* g
+    cdef float64_t* gt
     cdef float64_t* tmp
     cdef float64_t* dbuf
+    cdef float64_t* inv
     cdef float64_t* z
-    cdef float64_t* h
+    cdef float64_t* hv
     cdef int32_t* bestpair
-    cdef int32_t* bestpos
-    cdef int32_t* argy
-    cdef int32_t* argx
     cdef intp_t* v
-    cdef const float64_t* w_deform = w + _off_deform(tr)
     cdef const float64_t* pair1
     cdef const float64_t* pair2
-    cdef float64_t* dwork = <float64_t*> malloc((P * L + 4 * L + 2 * m + 1)
+    cdef const float64_t* g
+    cdef float64_t* dwork = <float64_t*> malloc((P * L + 4 * L + 3 * m + 2)
                                                 * sizeof(float64_t))
-    cdef int32_t* iwork = <int32_t*> malloc((2 * P * L + 2 * L) * sizeof(int32_t))
+    cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t))
     cdef intp_t* vwork = <intp_t*> malloc(m * sizeof(intp_t))
     if dwork == NULL or iwork == NULL or vwork == NULL:
         free(dwork)
@@ -404,16 +465,15 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
             raise MemoryError("tree max-sum workspace")
     belief = dwork
     msg = belief + P * L
-    g = msg + L
-    tmp = g + L
+    gt = msg + L
+    tmp = gt + L
     dbuf = tmp + L
-    z = dbuf + L
-    h = z + m + 1
+    inv = dbuf + L
+    z = inv + m + 1
+    hv = z + m + 1
     bestpair = iwork
-    bestpos = bestpair + P * L
-    argy = bestpos + P * L
-    argx = argy + L
     v = vwork
+    _reciprocals(m, inv)
 
     for p in range(P):                          # unaries (+ loss augmentation)
         wu = w[p]
@@ -433,31 +493,25 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
         a2 = a1 + 1                             # parent -> c, source parent
         wt1 = w[_off_types(tr) + a1]
         wt2 = w[_off_types(tr) + a2]
+        g = belief + c * L
         for k in range(L):
             msg[k] = -INFINITY
         for t1 in range(T):
             pair1 = ex.pairwise + (a1 * T + t1) * L
-            for k in range(L):
-                g[k] = belief[c * L + k] + wt1 * pair1[k]
+            for x in range(W):                  # the child's scores, transposed
+                for y in range(H):
+                    gt[x * H + y] = g[y * W + x] + wt1 * pair1[y * W + x]
             for t2 in range(T):
                 pair2 = ex.pairwise + (a2 * T + t2) * L
-                _pair_coefficients(w_deform + 4 * (a1 * T + t1), ex.offsets + 2 * (a1 * T + t1),
-                                   w_deform + 4 * (a2 * T + t2), ex.offsets + 2 * (a2 * T + t2),
-                                   0, &ax, &bx, &cx)
-                _pair_coefficients(w_deform + 4 * (a1 * T + t1), ex.offsets + 2 * (a1 * T + t1),
-                                   w_deform + 4 * (a2 * T + t2), ex.offsets + 2 * (a2 * T + t2),
-                                   1, &ay, &by, &cy)
-                _dt2d(g, H, W, ax, bx, ay, by, tmp, argy, dbuf, argx, v, z, h)
-                cx += cy
-                for y in range(H):
-                    for x in range(W):
-                        k = y * W + x
-                        val = dbuf[k] + wt2 * pair2[k] - cx
-                        if val > msg[k]:
-                            msg[k] = val
-                            bestpair[c * L + k] = <int32_t> (t1 * T + t2)
-                            xs = argx[k]
-                            bestpos[c * L + k] = <int32_t> (argy[y * W + xs] * W + xs)
+                _edge_cost(tr, ex, w, a1, t1, t2, q)
+                _dt2d(gt, H, W, q[0], q[1], q[2], q[3], tmp, NULL, dbuf, NULL, inv, v, z,
+                      hv)
+                tp = t1 * T + t2
+                for k in range(L):
+                    val = dbuf[k] + wt2 * pair2[k] - q[4]
+                    if val > msg[k]:
+                        msg[k] = val
+                        bestpair[c * L + k] = <int32_t> tp
         for k in range(L):
             belief[par * L + k] += msg[k]
 
@@ -471,12 +525,18 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     for i in range(1, P):                       # root to leaves
         c = tr.order[i]
         par = tr.parent[c]
+        a1 = tr.arc_up[c]
         k = out[2 * par + 1] * W + out[2 * par]
-        pos = bestpos[c * L + k]
+        t1 = bestpair[c * L + k] // T
+        t2 = bestpair[c * L + k] % T
+        _edge_cost(tr, ex, w, a1, t1, t2, q)
+        pos = _best_child_position(belief + c * L, ex.pairwise + (a1 * T + t1) * L,
+                                   w[_off_types(tr) + a1], H, W, q, out[2 * par],
+                                   out[2 * par + 1])
         out[2 * c] = <int32_t> (pos % W)
         out[2 * c + 1] = <int32_t> (pos // W)
-        out[2 * P + tr.arc_up[c]] = <int32_t> (bestpair[c * L + k] // T)
-        out[2 * P + tr.arc_up[c] + 1] = <int32_t> (bestpair[c * L + k] % T)
+        out[2 * P + a1] = <int32_t> t1
+        out[2 * P + a1 + 1] = <int32_t> t2
     free(dwork)
     free(iwork)
     free(vwork)
