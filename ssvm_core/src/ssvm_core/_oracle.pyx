@@ -52,7 +52,7 @@ cdef class MaxOracle:
         i = self._check_block(i)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        cdef float64_t[::1] wv = check_weights(w, self.n_features)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
         buffers = [CornerBuffer(self) for _ in range(k)]
         cdef Corner* outs = <Corner*> malloc(k * sizeof(Corner))
         cdef intp_t j, got
@@ -85,7 +85,7 @@ cdef class MaxOracle:
     def solve_py(self, i, w):
         """Python twin of ``solve``: ``(labels, psi, loss, score)``, psi dense."""
         i = self._check_block(i)
-        cdef float64_t[::1] wv = check_weights(w, self.n_features)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
         cdef CornerBuffer buf = CornerBuffer(self)
         self.solve(i, &wv[0], &buf.corner)
         return buf.labels(), buf.dense_psi(self.n_features), buf.corner.loss, buf.corner.score
@@ -93,7 +93,7 @@ cdef class MaxOracle:
     def evaluate_py(self, i, labels, w):
         """Python twin of ``evaluate``: ``(psi, loss, score)``, psi dense."""
         i = self._check_block(i)
-        cdef float64_t[::1] wv = check_weights(w, self.n_features)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
         cdef int32_t[::1] lab = _as_labels(labels, self.max_labels)
         cdef CornerBuffer buf = CornerBuffer(self)
         self.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], &wv[0],
