@@ -22,7 +22,7 @@ def test_cli_trains_synthetic_horseseg_within_the_box(tmp_path, capsys):
     assert main(["train", "--dataset", "synthetic-horseseg", "--max-passes", "10",
                  "--gap-check-every", "5", "--out", str(out), "--quiet"]) == 0
     report = json.loads((out / "history.json").read_text())
-    assert report["summary"]["model"].startswith("GraphCutModel(n_unary=1969, n_pairwise=100)")
+    assert report["summary"]["model"].startswith("GraphCutModel(n_unary=1969, n_pairwise=100,")
     assert report["summary"]["passes"] == 10
     w = np.load(out / "model.npz")["w"]
     assert w.shape == (2069,) and np.all(w[1969:] >= 0)
@@ -35,9 +35,13 @@ def test_bench_graphcut_script_runs(tmp_path, capsys):
     script = load_bench_script("bench_graphcut")
     out = tmp_path / "graphcut.json"
     report = script.main(["--images", "3", "--nodes", "20", "--unary", "30", "--pairwise", "5",
-                          "--passes", "2", "--repeat", "2", "--json", str(out)])
+                          "--passes", "2", "--repeat", "2", "--train-lams", "1",
+                          "--train-passes", "2", "--json", str(out)])
     assert capsys.readouterr().out.startswith("$ bench_graphcut.py --images 3")
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
-    for name in ("w_zero", "w_trained"):
-        assert report["oracle_call_s"][name] > 0
-        assert report["in_cache_call_s"][name] > 0
+    for dtype in ("float64", "float32"):
+        for name in ("w_zero", "w_trained"):
+            assert report["oracle_call_s"][name][dtype] > 0
+            assert report["in_cache_call_s"][name][dtype] > 0
+        assert report["training_call_s"]["1.0"][dtype] > 0
+    assert report["pymaxflow_call_s"] > 0

@@ -394,3 +394,153 @@ def test_threads_give_the_same_scores_as_serial_calls():
     w = feasible_weights(rng, 8, 3)[2]
     serial = sum(oracle.solve_py(i, w)[3] for i in range(8))
     assert score_pass(oracle, w, n_jobs=2) == pytest.approx(serial, rel=1e-12)
+
+
+# --- feature storage (feature_dtype) -------------------------------------------------------
+
+def rounded_to_float32(X):
+    return [(np.asarray(u).astype(np.float32).astype(np.float64), e,
+             np.asarray(p).astype(np.float32).astype(np.float64)) for u, e, p in X]
+
+
+@settings(max_examples=scaled_examples(25))
+@given(graph_data())
+def test_float32_storage_gives_the_float64_answers_on_float32_exact_features(data):
+    """Every product and sum stays in float64: same labels, psi, loss and score, bit for bit."""
+    X, Y, n_unary, n_pairwise, rng = data
+    X = rounded_to_float32([(u.toarray() if sp.issparse(u) else u, e, p) for u, e, p in X])
+    double = GraphCutModel(feature_dtype="float64").bind(X, Y)
+    single = GraphCutModel().bind(X, Y)                     # "auto": exact, so float32
+    assert single.single and not double.single
+    assert single.val.dtype == np.float32 and single.pairwise.dtype == np.float32
+    for w in feasible_weights(rng, n_unary, n_pairwise):
+        for i in range(len(X)):
+            for got, expected in zip(single.solve_py(i, w), double.solve_py(i, w)):
+                np.testing.assert_array_equal(got, expected)
+            y = rng.integers(0, 2, size=len(Y[i]))
+            for got, expected in zip(single.evaluate_py(i, y, w), double.evaluate_py(i, y, w)):
+                np.testing.assert_array_equal(got, expected)
+
+
+@settings(max_examples=scaled_examples(20))
+@given(graph_data())
+def test_float32_rounding_model_is_exact_for_the_rounded_features(data):
+    X, Y, n_unary, n_pairwise, rng = data
+    model = GraphCutModel(feature_dtype="float32")
+    oracle = model.bind(X, Y)
+    assert oracle.single
+    dense = rounded_to_float32([(u.toarray() if sp.issparse(u) else u, e, p) for u, e, p in X])
+    for w in feasible_weights(rng, n_unary, n_pairwise):
+        for i, (x, y) in enumerate(zip(dense, Y)):
+            H, _ = reference_scores(x, y, w, n_unary)
+            score = oracle.solve_py(i, w)[3]
+            assert score == pytest.approx(H.max(), abs=1e-9 * max(1.0, np.abs(H).max()))
+            cand = rng.integers(0, 2, size=len(y))
+            np.testing.assert_array_equal(model.joint_feature(X[i], cand),
+                                          GraphCutModel().joint_feature(x, cand))
+
+
+def test_auto_storage_keeps_float64_when_float32_would_round():
+    rng = np.random.default_rng(8)
+    X = [random_graph(rng, 6, 3, 2, 0.5)]
+    Y = [np.array([0, 1, 1, 0, 0, 1])]
+    assert not GraphCutModel().bind(X, Y).single               # Gaussian doubles
+    assert GraphCutModel().bind(rounded_to_float32(X), Y).single
+    single = GraphCutModel(feature_dtype="float32").bind(X, Y)
+    clone = pickle.loads(pickle.dumps(single))
+    assert clone.single
+    np.testing.assert_array_equal(clone.val, single.val)
+    np.testing.assert_array_equal(clone.pairwise, single.pairwise)
+
+
+def test_bad_options_and_float32_overflow_are_rejected():
+    with pytest.raises(ValueError, match="feature_dtype must be one of"):
+        GraphCutModel(feature_dtype="float16")
+    with pytest.raises(ValueError, match="backend must be one of"):
+        GraphCutModel(backend="maxflow")
+    unary = np.array([[1e39], [1.0]])
+    with pytest.raises(ValueError, match="beyond the float32 range"):
+        GraphCutModel(feature_dtype="float32").bind([(unary, [[0, 1]], [[1.0]])], [[0, 1]])
+    with pytest.raises(ValueError, match="both float64 or both float32"):
+        GraphCutOracle(1, [0, 1], np.array([0, 1], np.intp), np.zeros(1, np.int32),
+                       np.ones(1, np.float32), [0, 0], np.zeros(0, np.int32),
+                       np.zeros(0, np.int32), np.zeros((0, 1)), np.zeros(1, np.int32),
+                       np.ones(1))
+
+
+# --- the PyMaxflow backend --------------------------------------------------------------------
+
+maxflow = pytest.importorskip("maxflow", reason="PyMaxflow (extra ssvm-oracles[graphcut])")
+
+
+@settings(max_examples=scaled_examples(40))
+@given(st.integers(1, 9), st.sampled_from([0.0, 0.4, 1.0]), st.integers(0, 2 ** 32 - 1))
+def test_pymaxflow_min_cut_equals_brute_force_and_ours(n_nodes, density, seed):
+    from ssvm_oracles.graphcut import pymaxflow_min_cut
+
+    rng = np.random.default_rng(seed)
+    _, edges, _ = random_graph(rng, n_nodes, 1, 1, density)
+    unary_cost = rng.normal(scale=3.0, size=n_nodes) * (rng.random(n_nodes) < 0.8)
+    capacity = rng.exponential(2.0, len(edges)) * (rng.random(len(edges)) < 0.8)
+    head, tail = edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32)
+    labels = pymaxflow_min_cut(unary_cost, capacity, head, tail)
+    assert labels.dtype == np.int32 and set(labels.tolist()) <= {0, 1}
+    best = min(cut_energy(np.array(y), unary_cost, edges, capacity)
+               for y in itertools.product((0, 1), repeat=n_nodes))
+    assert cut_energy(labels, unary_cost, edges, capacity) == pytest.approx(best, abs=1e-9)
+    assert cut_energy(min_cut(unary_cost, capacity, head, tail), unary_cost, edges,
+                      capacity) == pytest.approx(best, abs=1e-9)
+
+
+@settings(max_examples=scaled_examples(25))
+@given(graph_data())
+def test_pymaxflow_oracle_equals_brute_force(data):
+    from ssvm_oracles.graphcut import PyMaxflowOracle
+
+    X, Y, n_unary, n_pairwise, rng = data
+    model = GraphCutModel(backend="pymaxflow")
+    oracle = model.bind(X, Y)
+    assert isinstance(oracle, PyMaxflowOracle)
+    problem = enumerate_problem(BruteForceOracle(model, X, Y))
+    weights = feasible_weights(rng, n_unary, n_pairwise)
+    check_oracle(as_oracle(oracle), problem, weights, atol=1e-9, check_labels=False)
+    builtin = GraphCutModel().bind(X, Y)
+    for w in weights:
+        for i in range(len(X)):
+            assert as_oracle(oracle).solve_py(i, w)[3] == pytest.approx(
+                builtin.solve_py(i, w)[3], abs=1e-9 * max(1.0, np.abs(w).max()))
+        for x, ours, theirs in zip(X, GraphCutModel().predict(X, w), model.predict(X, w)):
+            assert w @ model.joint_feature(x, theirs) == pytest.approx(
+                w @ model.joint_feature(x, ours), abs=1e-9 * max(1.0, np.abs(w).max()))
+
+
+def test_both_backends_train_to_the_same_certified_gap():
+    from ssvm_core import solve
+
+    rng = np.random.default_rng(11)
+    X = [random_graph(rng, 12, 5, 2, 0.3) for _ in range(6)]
+    Y = [rng.integers(0, 2, size=12) for _ in X]
+    results = []
+    for backend in ("bk", "pymaxflow"):
+        model = GraphCutModel(backend=backend)
+        oracle = model.bind(X, Y)
+        results.append(solve(oracle, 0.1, box=model.weight_bounds(), max_passes=30,
+                             random_state=0))
+    # Each certifies P(w) - P* in [0, gap] for the same P*: the primal values differ
+    # by at most the sum of the gaps.
+    primal = [r.history[-1]["primal"] for r in results]
+    assert all(np.isfinite(r.gap) for r in results)
+    assert abs(primal[0] - primal[1]) <= results[0].gap + results[1].gap + 1e-9
+
+
+def test_pymaxflow_backend_names_the_extra_when_missing(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "maxflow", None)       # import maxflow now fails
+    rng = np.random.default_rng(2)
+    X = [random_graph(rng, 4, 2, 1, 0.5)]
+    model = GraphCutModel(backend="pymaxflow")
+    with pytest.raises(ImportError, match=r"ssvm-oracles\[graphcut\]"):
+        model.bind(X, [np.array([0, 1, 0, 1])])
+    with pytest.raises(ImportError, match=r"ssvm-oracles\[graphcut\]"):
+        model.predict(X, np.zeros(3))

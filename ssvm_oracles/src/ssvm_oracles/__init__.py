@@ -13,7 +13,12 @@ from ssvm_oracles.combinators import (
     EnumerationModel,
     ProductOracle,
 )
-from ssvm_oracles.graphcut import GraphCutModel, GraphCutOracle, NonSubmodularError
+from ssvm_oracles.graphcut import (
+    GraphCutModel,
+    GraphCutOracle,
+    NonSubmodularError,
+    PyMaxflowOracle,
+)
 from ssvm_oracles.matching import MatchingInput, MatchingModel
 from ssvm_oracles.multiclass import MulticlassModel
 from ssvm_oracles.pose import PoseModel, PoseOracle
@@ -24,5 +29,6 @@ __all__ = [
     "ApproximateOracle", "ChainModel", "ChainOracle", "CountingOracle", "DispatchOracle",
     "EnumerationModel", "GraphCutModel", "GraphCutOracle", "MatchingInput",
     "MatchingModel", "MatchingOracle", "MulticlassModel", "MulticlassOracle",
-    "NonSubmodularError", "PoseModel", "PoseOracle", "ProductOracle", "__version__",
+    "NonSubmodularError", "PoseModel", "PoseOracle", "ProductOracle", "PyMaxflowOracle",
+    "__version__",
 ]

@@ -4,8 +4,9 @@ Model and loss are documented in ``ssvm_oracles.graphcut.GraphCutModel``.  One
 call of the oracle on image i:
 
 1. unary scores u_p = <w_U, x_p> from the CSR rows of the unary features
-   (O(nnz)) and edge capacities c_e = <w_P, x_e> >= 0 from the transposed
-   pairwise features, reading only the rows of nonzero pairwise weights;
+   (O(nnz)) and edge capacities c_e = <w_P, x_e> >= 0 over the nonzero
+   pairwise weights (those at the box bound 0 cost nothing), which leaves the
+   rows of the pairwise features in cache for the pairwise part of psi;
 2. an exact s-t minimum cut of the energy
    sum_p D_p [y_p = 1] + sum_e c_e [y_p != y_q], D_p = -2 u_p + omega_p (2 y*_p - 1),
    which is minus the loss-augmented score up to a constant, by the
@@ -31,6 +32,7 @@ call, so concurrent calls from several threads are safe.
 """
 
 cimport cython
+from cython cimport floating
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -52,7 +54,7 @@ cdef extern from *:
     void ssvm_prefetch(const void* p, intp_t nbytes) nogil
 
 
-cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const float64_t* val,
+cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const floating* val,
                                intp_t nnz) noexcept nogil:
     """sum_k w[idx[k]] val[k], with four partial sums (the add latency bounds one sum)."""
     cdef intp_t k, n4 = nnz - nnz % 4
@@ -65,6 +67,69 @@ cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const flo
     for k in range(n4, nnz):
         s0 += w[idx[k]] * val[k]
     return (s0 + s1) + (s2 + s3)
+
+
+cdef void _unary_scores(const float64_t* w, const intp_t* row_ptr, const int32_t* col,
+                        const floating* val, intp_t n, float64_t* u) noexcept nogil:
+    """u[p] = <w, x_p> for the n CSR rows starting at row_ptr (global offsets)."""
+    cdef intp_t p
+    for p in range(n):
+        u[p] = _csr_dot(w, col + row_ptr[p], val + row_ptr[p], row_ptr[p + 1] - row_ptr[p])
+
+
+cdef void _capacities(const float64_t* w_active, const intp_t* active, intp_t n_active,
+                      const floating* pairwise, intp_t m, intp_t n_pairwise,
+                      float64_t* c) noexcept nogil:
+    """c[e] = sum_j w_active[j] x_e[active[j]]: <w_P, x_e> over the nonzero weights.
+
+    Reads the m rows of pairwise, which leaves them in cache for psi.
+    """
+    cdef intp_t e, j, n2 = n_active - n_active % 2
+    cdef float64_t s0, s1
+    cdef const floating* x
+    for e in range(m):
+        x = pairwise + e * n_pairwise
+        s0 = s1 = 0.0
+        for j in range(0, n2, 2):
+            s0 += w_active[j] * x[active[j]]
+            s1 += w_active[j + 1] * x[active[j + 1]]
+        if n2 < n_active:
+            s0 += w_active[n2] * x[active[n2]]
+        c[e] = s0 + s1
+
+
+cdef intp_t _unary_psi(const int32_t* y, const int32_t* truth, intp_t n, const intp_t* row_ptr,
+                       const int32_t* col, const floating* val, int32_t* idx,
+                       float64_t* out) noexcept nogil:
+    """2 (y*_p - y_p) x_p for every node p whose label differs, as sparse entries; their count."""
+    cdef intp_t p, k, nnz = 0
+    cdef float64_t coef
+    for p in range(n):
+        if y[p] == truth[p]:
+            continue
+        coef = 2.0 * (truth[p] - y[p])
+        for k in range(row_ptr[p], row_ptr[p + 1]):
+            idx[nnz] = col[k]
+            out[nnz] = coef * val[k]
+            nnz += 1
+    return nnz
+
+
+cdef void _pairwise_psi(const intp_t* changed, const float64_t* diff, intp_t n_changed,
+                        const floating* pairwise, intp_t n_pairwise, float64_t* out) noexcept nogil:
+    """out = sum_j diff[j] x_{changed[j]}, the edge feature rows at pairwise + e n_pairwise."""
+    cdef intp_t j, k
+    cdef float64_t s
+    cdef const floating* x
+    for k in range(n_pairwise):
+        out[k] = 0.0
+    for j in range(n_changed):
+        ssvm_prefetch(pairwise + changed[j] * n_pairwise, n_pairwise * sizeof(floating))
+    for j in range(n_changed):
+        s = diff[j]
+        x = pairwise + changed[j] * n_pairwise
+        for k in range(n_pairwise):
+            out[k] += s * x[k]
 
 
 cdef enum:
@@ -80,44 +145,35 @@ cdef inline intp_t _wrap(intp_t k, intp_t n) noexcept nogil:
     return k - n if k >= n else k
 
 
-cdef inline intp_t _parent_node(intp_t v, const intp_t* tree, const intp_t* parent,
-                                const int32_t* to) noexcept nogil:
-    """The parent of v: the tail of its parent arc (source tree) or its head (sink tree)."""
-    return to[parent[v] ^ 1] if tree[v] == _SOURCE_TREE else to[parent[v]]
-
-
-cdef inline bint _rooted(intp_t v, const intp_t* tree, const intp_t* parent,
-                         const int32_t* to) noexcept nogil:
+cdef inline bint _rooted(intp_t v, const intp_t* parent, const intp_t* pnode) noexcept nogil:
     """Whether the tree path from v reaches its terminal (no orphan on the way)."""
     while parent[v] != _TERMINAL:
         if parent[v] == _ORPHAN:
             return False
-        v = _parent_node(v, tree, parent, to)
+        v = pnode[v]
     return True
 
 
-cdef inline float64_t _path_bottleneck(intp_t v, float64_t b, const intp_t* tree,
-                                       const intp_t* parent, const int32_t* to,
-                                       const float64_t* cap,
+cdef inline float64_t _path_bottleneck(intp_t v, float64_t b, const intp_t* parent,
+                                       const intp_t* pnode, const float64_t* cap,
                                        const float64_t* term) noexcept nogil:
     """min(b, residuals on v's tree path, its terminal residual)."""
     while parent[v] != _TERMINAL:
         b = min(b, cap[parent[v]])
-        v = _parent_node(v, tree, parent, to)
+        v = pnode[v]
     return min(b, term[v])
 
 
-cdef inline void _push_to_terminal(intp_t v, float64_t b, const intp_t* tree,
-                                   intp_t* parent, const int32_t* to, float64_t* cap,
-                                   float64_t* term, intp_t* orphans,
-                                   intp_t* n_orphans) noexcept nogil:
+cdef inline void _push_to_terminal(intp_t v, float64_t b, intp_t* parent, const intp_t* pnode,
+                                   const int32_t* rev, float64_t* cap, float64_t* term,
+                                   intp_t* orphans, intp_t* n_orphans) noexcept nogil:
     """Push b along v's tree path and terminal arc; a saturated arc orphans its child."""
     cdef intp_t a, v_next
     while parent[v] != _TERMINAL:
         a = parent[v]
         cap[a] -= b
-        cap[a ^ 1] += b
-        v_next = to[a ^ 1] if tree[v] == _SOURCE_TREE else to[a]
+        cap[rev[a]] += b
+        v_next = pnode[v]
         if cap[a] == 0.0:
             parent[v] = _ORPHAN
             orphans[n_orphans[0]] = v
@@ -131,28 +187,32 @@ cdef inline void _push_to_terminal(intp_t v, float64_t b, const intp_t* tree,
 
 
 cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
-                  const int32_t* arc_to, const int32_t* node_arcs, const intp_t* arc_ptr,
-                  int32_t* labels) except -1 nogil:
+                  const int32_t* to, const int32_t* rev, const int32_t* edge,
+                  const intp_t* arc_ptr, intp_t base, int32_t* labels) except -1 nogil:
     """labels = argmin_y sum_p D_p [y_p = 1] + sum_e c_e [y_head != y_tail], c >= 0.
 
-    Boykov-Kolmogorov max-flow.  Arcs 2e (head -> tail) and 2e + 1 (tail -> head)
-    of edge e are each other's reverse, both of capacity c_e; node p has the
-    terminal residuals rs[p] = max(D_p, 0) (source -> p) and rt[p] = max(-D_p, 0)
-    (p -> sink).  Two search trees grow from the terminals over residual arcs
-    (``parent[v]``: the arc into v for the source tree, out of v for the sink
-    tree); a source-tree node meeting a sink-tree node gives an augmenting path,
-    whose saturated arcs orphan their subtrees; orphans are re-attached to a
-    rooted neighbour or freed.  At the end the source tree is the set of nodes
-    reachable from the source in the residual graph: label 0, the others 1.
+    Boykov-Kolmogorov max-flow.  Each edge gives two opposite arcs of capacity
+    c_e; node p has the terminal residuals rs[p] = max(D_p, 0) (source -> p)
+    and rt[p] = max(-D_p, 0) (p -> sink).  Two search trees grow from the
+    terminals over residual arcs.  ``parent[v]`` is v's tree arc in the
+    direction of the flow (into v in the source tree, out of v in the sink
+    tree), ``pnode[v]`` the node at its other end.  A source-tree node meeting a
+    sink-tree node gives an augmenting path, whose saturated arcs orphan their
+    subtrees; orphans are re-attached to a rooted neighbour or freed.  At the end
+    the source tree is the set of nodes reachable from the source in the
+    residual graph: label 0, the others 1.
 
-    The graph comes from :func:`arc_lists`: ``arc_to[a]`` is the node arc a
-    points to, and the arcs leaving node p are ``node_arcs[arc_ptr[p]:arc_ptr[p + 1]]``.
+    The graph comes from :func:`arc_lists`, arcs grouped by their tail: the arcs
+    leaving node p are the positions a in [arc_ptr[p] - base, arc_ptr[p + 1] - base),
+    ``to[a]`` is the node arc a points to, ``rev[a]`` the position of the
+    opposite arc and ``edge[a]`` its edge.
     """
-    cdef intp_t A = 2 * m, e, p, q, v, a, k, mid, q_head = 0, q_len = 0, n_orphans = 0
+    cdef intp_t A = 2 * m, p, q, v, a, r, t, mid, mid_tail = 0, mid_head = 0
+    cdef intp_t q_head = 0, q_len = 0, n_orphans = 0
     cdef float64_t b
     cdef bint found
     cdef float64_t* mem = <float64_t*> malloc((A + 2 * n) * sizeof(float64_t))
-    cdef intp_t* imem = <intp_t*> malloc(5 * n * sizeof(intp_t))
+    cdef intp_t* imem = <intp_t*> malloc(6 * n * sizeof(intp_t))
     if mem == NULL or imem == NULL:
         free(mem)
         free(imem)
@@ -161,30 +221,27 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
     cdef float64_t* cap = mem
     cdef float64_t* rs = cap + A
     cdef float64_t* rt = rs + n
-    cdef const int32_t* to = arc_to
-    cdef const int32_t* adj = node_arcs
-    cdef const intp_t* adj_ptr = arc_ptr
     cdef intp_t* tree = imem
     cdef intp_t* parent = tree + n
-    cdef intp_t* queue = parent + n     # active nodes, circular FIFO
+    cdef intp_t* pnode = parent + n
+    cdef intp_t* queue = pnode + n     # active nodes, circular FIFO
     cdef intp_t* queued = queue + n
     cdef intp_t* orphans = queued + n
-    for e in range(m):
-        cap[2 * e] = c[e]
-        cap[2 * e + 1] = c[e]
+    for a in range(A):
+        cap[a] = c[edge[a]]
     for p in range(n):
         rs[p] = D[p] if D[p] > 0.0 else 0.0
         rt[p] = -D[p] if D[p] < 0.0 else 0.0
     # Push along every path source -> p -> q -> sink first, without branches (the
     # branches of graph searches are unpredictable): b = 0 leaves everything unchanged.
-    for a in range(A):
-        p = to[a ^ 1]
-        q = to[a]
-        b = min(rs[p], cap[a], rt[q])
-        rs[p] -= b
-        rt[q] -= b
-        cap[a] -= b
-        cap[a ^ 1] += b
+    for p in range(n):
+        for a in range(arc_ptr[p] - base, arc_ptr[p + 1] - base):
+            q = to[a]
+            b = min(rs[p], cap[a], rt[q])
+            rs[p] -= b
+            rt[q] -= b
+            cap[a] -= b
+            cap[rev[a]] += b
     for p in range(n):                  # rs[p] > 0 and rt[p] > 0 exclude each other
         tree[p] = (rs[p] > 0.0) * _SOURCE_TREE + (rt[p] > 0.0) * _SINK_TREE
         parent[p] = _TERMINAL
@@ -196,21 +253,24 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
         found = False
         while q_len > 0:
             p = queue[q_head]
-            if tree[p] != _FREE:
-                for k in range(adj_ptr[p], adj_ptr[p + 1]):
-                    a = adj[k]
-                    if (cap[a] if tree[p] == _SOURCE_TREE else cap[a ^ 1]) <= 0.0:
+            t = tree[p]
+            if t != _FREE:
+                for a in range(arc_ptr[p] - base, arc_ptr[p + 1] - base):
+                    r = a if t == _SOURCE_TREE else rev[a]    # the arc in the flow direction
+                    if cap[r] <= 0.0:
                         continue
                     q = to[a]
                     if tree[q] == _FREE:
-                        tree[q] = tree[p]
-                        parent[q] = a if tree[p] == _SOURCE_TREE else a ^ 1
+                        tree[q] = t
+                        parent[q] = r
+                        pnode[q] = p
                         if not queued[q]:
                             queued[q] = True
                             queue[_wrap(q_head + q_len, n)] = q
                             q_len += 1
-                    elif tree[q] != tree[p]:
-                        mid = a if tree[p] == _SOURCE_TREE else a ^ 1
+                    elif tree[q] != t:
+                        mid = r
+                        mid_tail, mid_head = (p, q) if t == _SOURCE_TREE else (q, p)
                         found = True
                         break
             if found:
@@ -221,36 +281,36 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
         if not found:
             break
         # Augmentation: bottleneck of source -> ... -> mid -> ... -> sink, then push.
-        b = _path_bottleneck(to[mid ^ 1], cap[mid], tree, parent, to, cap, rs)
-        b = _path_bottleneck(to[mid], b, tree, parent, to, cap, rt)
+        b = _path_bottleneck(mid_tail, cap[mid], parent, pnode, cap, rs)
+        b = _path_bottleneck(mid_head, b, parent, pnode, cap, rt)
         cap[mid] -= b
-        cap[mid ^ 1] += b
-        _push_to_terminal(to[mid ^ 1], b, tree, parent, to, cap, rs, orphans, &n_orphans)
-        _push_to_terminal(to[mid], b, tree, parent, to, cap, rt, orphans, &n_orphans)
+        cap[rev[mid]] += b
+        _push_to_terminal(mid_tail, b, parent, pnode, rev, cap, rs, orphans, &n_orphans)
+        _push_to_terminal(mid_head, b, parent, pnode, rev, cap, rt, orphans, &n_orphans)
         # Adoption: re-attach each orphan to a rooted neighbour of its tree, or free it.
         while n_orphans > 0:
             n_orphans -= 1
             p = orphans[n_orphans]
-            for k in range(adj_ptr[p], adj_ptr[p + 1]):
-                a = adj[k]                  # p -> q; the tree arc would be q -> p (source)
-                q = to[a]                   # or p -> q (sink)
-                if (tree[q] == tree[p]
-                        and (cap[a ^ 1] if tree[p] == _SOURCE_TREE else cap[a]) > 0.0
-                        and _rooted(q, tree, parent, to)):
-                    parent[p] = a ^ 1 if tree[p] == _SOURCE_TREE else a
+            t = tree[p]
+            for a in range(arc_ptr[p] - base, arc_ptr[p + 1] - base):
+                q = to[a]
+                r = rev[a] if t == _SOURCE_TREE else a      # q -> p (source) or p -> q (sink)
+                if tree[q] == t and cap[r] > 0.0 and _rooted(q, parent, pnode):
+                    parent[p] = r
+                    pnode[p] = q
                     break
             if parent[p] != _ORPHAN:
                 continue
-            for k in range(adj_ptr[p], adj_ptr[p + 1]):
-                a = adj[k]
+            for a in range(arc_ptr[p] - base, arc_ptr[p + 1] - base):
                 q = to[a]
-                if tree[q] != tree[p]:
+                if tree[q] != t:
                     continue
-                if (cap[a ^ 1] if tree[p] == _SOURCE_TREE else cap[a]) > 0.0 and not queued[q]:
+                r = rev[a] if t == _SOURCE_TREE else a
+                if cap[r] > 0.0 and not queued[q]:
                     queued[q] = True        # q may grow into p again
                     queue[_wrap(q_head + q_len, n)] = q
                     q_len += 1
-                if parent[q] >= 0 and _parent_node(q, tree, parent, to) == p:
+                if parent[q] >= 0 and pnode[q] == p:
                     parent[q] = _ORPHAN
                     orphans[n_orphans] = q
                     n_orphans += 1
@@ -265,26 +325,34 @@ cdef int _min_cut(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
 def arc_lists(head, tail, node_ptr, edge_ptr):
     """The directed arcs of graphs packed one after the other, grouped by their tail.
 
-    Edge e of image i (local endpoints ``head[e]``, ``tail[e]``) gives the arcs
-    2 e' (head -> tail) and 2 e' + 1 (tail -> head), with e' = e - edge_ptr[i]
-    the edge's index inside its image.  Returns ``arc_to`` (2 edges,) int32,
-    the local node each arc points to (arcs in global order), ``node_arcs``
-    (2 edges,) int32 local arc indices grouped by global tail node, and
-    ``arc_ptr`` (nodes + 1,) intp: the arcs leaving global node p are
-    ``node_arcs[arc_ptr[p]:arc_ptr[p + 1]]``.
+    Edge e of image i (local endpoints ``head[e]``, ``tail[e]``) gives two
+    opposite arcs.  Arcs are sorted by global tail node, so those of image i
+    take the positions [2 edge_ptr[i], 2 edge_ptr[i + 1]).  Returns, per arc
+    position, ``arc_to`` (2 edges,) int32 the local node it points to,
+    ``arc_rev`` the position of the opposite arc and ``arc_edge`` the edge's
+    index inside its image (both local to the image's positions), and
+    ``arc_ptr`` (nodes + 1,) intp: the arcs leaving global node p are at
+    positions ``arc_ptr[p]:arc_ptr[p + 1]``.
     """
     head, tail = np.asarray(head, np.int64), np.asarray(tail, np.int64)
     node_ptr, edge_ptr = np.asarray(node_ptr, np.int64), np.asarray(edge_ptr, np.int64)
     image = np.repeat(np.arange(len(edge_ptr) - 1), np.diff(edge_ptr))
-    arc_to = np.empty(2 * len(head), np.int32)
-    arc_to[0::2], arc_to[1::2] = tail, head
-    arc_tail = np.empty(2 * len(head), np.int64)
-    arc_tail[0::2], arc_tail[1::2] = head, tail
-    arc_tail += np.repeat(node_ptr[image], 2)
-    order = np.argsort(arc_tail, kind="stable")
-    node_arcs = (order - 2 * np.repeat(edge_ptr[image], 2)[order]).astype(np.int32)
-    arc_ptr = np.searchsorted(arc_tail[order], np.arange(node_ptr[-1] + 1)).astype(np.intp)
-    return arc_to, node_arcs, arc_ptr
+    local_edge = np.arange(len(head)) - edge_ptr[image]
+    # arc 2 e: head -> tail, arc 2 e + 1: tail -> head (before sorting)
+    arc_from = np.empty(2 * len(head), np.int64)
+    arc_from[0::2], arc_from[1::2] = head, tail
+    arc_dest = np.empty(2 * len(head), np.int64)
+    arc_dest[0::2], arc_dest[1::2] = tail, head
+    offset = np.repeat(node_ptr[image], 2)
+    order = np.argsort(arc_from + offset, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    first = np.repeat(2 * edge_ptr[image], 2)           # the image's first position
+    arc_rev = (position[order ^ 1] - first[order]).astype(np.int32)
+    arc_edge = np.repeat(local_edge, 2)[order].astype(np.int32)
+    arc_ptr = np.searchsorted((arc_from + offset)[order],
+                              np.arange(node_ptr[-1] + 1)).astype(np.intp)
+    return arc_dest[order].astype(np.int32), arc_rev, arc_edge, arc_ptr
 
 
 def min_cut(const float64_t[::1] unary_cost, const float64_t[::1] capacity, head, tail):
@@ -301,12 +369,12 @@ def min_cut(const float64_t[::1] unary_cost, const float64_t[::1] capacity, head
     if n == 0:
         return out
     arcs = arc_lists(head, tail, [0, n], [0, m])
-    cdef const int32_t[::1] arc_to = arcs[0] if m else np.zeros(1, np.int32)
-    cdef const int32_t[::1] node_arcs = arcs[1] if m else np.zeros(1, np.int32)
-    cdef const intp_t[::1] arc_ptr = arcs[2]
+    cdef const intp_t[::1] arc_ptr = arcs[3]
+    arcs = [a if m else np.zeros(1, np.int32) for a in arcs[:3]]
+    cdef const int32_t[::1] to = arcs[0], rev = arcs[1], edge = arcs[2]
     with nogil:
-        _min_cut(n, m, &unary_cost[0], &capacity[0] if m else NULL, &arc_to[0],
-                 &node_arcs[0], &arc_ptr[0], &o[0])
+        _min_cut(n, m, &unary_cost[0], &capacity[0] if m else NULL, &to[0], &rev[0], &edge[0],
+                 &arc_ptr[0], 0, &o[0])
     return out
 
 
@@ -326,45 +394,58 @@ cdef class GraphCutOracle(MaxOracle):
     (n + 1) edge offsets; ``head``, ``tail`` (edges,) endpoints, local to
     the image; ``pairwise`` (edges, n_pairwise) features >= 0; ``labels``
     (nodes,) the 0/1 ground truth; ``omega`` (nodes,) the loss weight of each
-    node.  psi is sparse: at most the image's unary nonzeros plus n_pairwise
-    entries.
+    node.  ``val`` and ``pairwise`` are both float64 or both float32 (half the
+    memory traffic of a call; every product and sum is still in float64).  psi
+    is sparse: at most the image's unary nonzeros plus n_pairwise entries.
     """
     cdef readonly intp_t n_unary, n_pairwise
+    cdef readonly bint single             # features stored as float32
     cdef readonly intp_t[::1] node_ptr, row_ptr, edge_ptr
     cdef readonly int32_t[::1] col, head, tail, labels
-    cdef readonly float64_t[::1] val, omega
-    cdef readonly float64_t[:, ::1] pairwise
-    cdef float64_t[:, ::1] pairwise_t     # (n_pairwise, edges): capacities read active rows
-    cdef int32_t[::1] arc_to, node_arcs   # the max-flow graphs (arc_lists)
+    cdef readonly float64_t[::1] omega
+    cdef float64_t[::1] val64
+    cdef float[::1] val32
+    cdef float64_t[:, ::1] pairwise64
+    cdef float[:, ::1] pairwise32
+    cdef int32_t[::1] arc_to, arc_rev, arc_edge   # the max-flow graphs (arc_lists)
     cdef intp_t[::1] arc_ptr
 
     def __init__(self, intp_t n_unary, node_ptr, row_ptr, col, val, edge_ptr, head, tail,
                  pairwise, labels, omega):
         node_ptr, edge_ptr = np.asarray(node_ptr), np.asarray(edge_ptr)
+        val, pairwise = np.asarray(val), np.asarray(pairwise)
         n_nodes, n_edges = int(node_ptr[-1]), int(edge_ptr[-1])
         if (len(node_ptr) != len(edge_ptr) or len(node_ptr) < 2 or len(row_ptr) != n_nodes + 1
                 or len(labels) != n_nodes or len(omega) != n_nodes
                 or len(head) != n_edges or len(tail) != n_edges
-                or np.asarray(pairwise).shape[0] != n_edges or len(col) != len(val)
-                or len(col) != row_ptr[-1]):
+                or pairwise.ndim != 2 or pairwise.shape[0] != n_edges
+                or len(col) != len(val) or len(col) != row_ptr[-1]):
             raise ValueError("inconsistent packed graph-cut arrays")
+        if val.dtype != pairwise.dtype or val.dtype not in (np.float32, np.float64):
+            raise ValueError(f"val and pairwise must be both float64 or both float32, got "
+                             f"{val.dtype} and {pairwise.dtype}")
         self.n_unary = n_unary
-        self.n_pairwise = np.asarray(pairwise).shape[1]
+        self.n_pairwise = pairwise.shape[1]
+        self.single = val.dtype == np.float32
         self.node_ptr = node_ptr
         self.row_ptr = row_ptr
         self.edge_ptr = edge_ptr
         # keep &x[0] valid for empty arrays
         self.col = col if len(col) else np.zeros(1, np.int32)
-        self.val = val if len(val) else np.zeros(1)
+        val = val if len(val) else np.zeros(1, val.dtype)
         self.head = head if len(head) else np.zeros(1, np.int32)
         self.tail = tail if len(tail) else np.zeros(1, np.int32)
-        self.pairwise = pairwise if len(pairwise) else np.zeros((1, self.n_pairwise))
+        pairwise = pairwise if len(pairwise) else np.zeros((1, self.n_pairwise), pairwise.dtype)
+        if self.single:
+            self.val32, self.pairwise32 = val, pairwise
+        else:
+            self.val64, self.pairwise64 = val, pairwise
         self.labels = labels
         self.omega = omega
-        self.pairwise_t = np.ascontiguousarray(np.asarray(self.pairwise).T)
-        arc_to, node_arcs, self.arc_ptr = arc_lists(head, tail, node_ptr, edge_ptr)
-        self.arc_to = arc_to if len(arc_to) else np.zeros(1, np.int32)
-        self.node_arcs = node_arcs if len(node_arcs) else np.zeros(1, np.int32)
+        arcs = arc_lists(head, tail, node_ptr, edge_ptr)
+        self.arc_ptr = arcs[3]
+        self.arc_to, self.arc_rev, self.arc_edge = [a if len(a) else np.zeros(1, np.int32)
+                                                    for a in arcs[:3]]
         self.n_blocks = len(node_ptr) - 1
         self.n_features = self.n_unary + self.n_pairwise
         self.max_labels = int(np.diff(node_ptr).max())
@@ -373,62 +454,84 @@ cdef class GraphCutOracle(MaxOracle):
         self.dense_psi = False
         self.needs_gil = False
 
+    @property
+    def val(self):
+        """The unary feature values (CSR order), float64 or float32."""
+        cdef intp_t nnz = self.row_ptr[self.row_ptr.shape[0] - 1]
+        if self.single:
+            return np.asarray(self.val32)[:nnz]
+        return np.asarray(self.val64)[:nnz]
+
+    @property
+    def pairwise(self):
+        """The (edges, n_pairwise) edge features, float64 or float32."""
+        cdef intp_t n_edges = self.edge_ptr[self.n_blocks]
+        if self.single:
+            return np.asarray(self.pairwise32)[:n_edges]
+        return np.asarray(self.pairwise64)[:n_edges]
+
     def __reduce__(self):
+        cdef intp_t nnz = self.row_ptr[self.row_ptr.shape[0] - 1]
+        cdef intp_t n_edges = self.edge_ptr[self.n_blocks]
         return (GraphCutOracle, (self.n_unary, np.asarray(self.node_ptr),
-                                 np.asarray(self.row_ptr),
-                                 np.asarray(self.col)[:self.row_ptr[-1]],
-                                 np.asarray(self.val)[:self.row_ptr[-1]],
-                                 np.asarray(self.edge_ptr),
-                                 np.asarray(self.head)[:self.edge_ptr[-1]],
-                                 np.asarray(self.tail)[:self.edge_ptr[-1]],
-                                 np.asarray(self.pairwise)[:self.edge_ptr[-1]],
+                                 np.asarray(self.row_ptr), np.asarray(self.col)[:nnz],
+                                 self.val, np.asarray(self.edge_ptr),
+                                 np.asarray(self.head)[:n_edges],
+                                 np.asarray(self.tail)[:n_edges], self.pairwise,
                                  np.asarray(self.labels), np.asarray(self.omega)))
 
-    cdef int _write(self, intp_t i, const int32_t* y, Corner* out) except -1 nogil:
-        """Labels, sparse psi = phi(y*) - phi(y) and the loss of labelling y."""
+    cdef int _write(self, intp_t i, const int32_t* y, Corner* out, const float64_t* c=NULL,
+                    float64_t* c_dot=NULL) except -1 nogil:
+        """Labels, sparse psi = phi(y*) - phi(y) and the loss of labelling y.
+
+        With capacities c, also c_dot = sum_e c_e ([y cut e] - [y* cut e]).
+        """
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
         cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
         cdef const int32_t* truth = &self.labels[p0]
         cdef const int32_t* head = &self.head[e0]
         cdef const int32_t* tail = &self.tail[e0]
-        cdef intp_t p, e, j, k, nnz = 0, n_changed = 0
-        cdef float64_t coef, diff, loss = 0.0
-        cdef float64_t* pw
-        cdef const float64_t* x
+        cdef intp_t p, e, k, nnz, n_changed = 0
+        cdef float64_t loss = 0.0
         cdef intp_t* changed = <intp_t*> malloc((m + 1) * sizeof(intp_t))
-        if changed == NULL:
+        cdef float64_t* diff = <float64_t*> malloc((m + 1) * sizeof(float64_t))
+        if changed == NULL or diff == NULL:
+            free(changed)
+            free(diff)
             with gil:
                 raise MemoryError("graph-cut psi")
-        # The edges whose cut status changed, listed without branches; start loading
-        # their feature rows.
+        # The edges whose cut status changed, listed without branches.
         for e in range(m):
             changed[n_changed] = e
-            n_changed += (y[head[e]] != y[tail[e]]) != (truth[head[e]] != truth[tail[e]])
-        for j in range(n_changed):
-            ssvm_prefetch(&self.pairwise[e0 + changed[j], 0], self.n_pairwise * sizeof(float64_t))
+            diff[n_changed] = ((y[head[e]] != y[tail[e]])
+                               - <float64_t> (truth[head[e]] != truth[tail[e]]))
+            n_changed += diff[n_changed] != 0.0
+        if c != NULL:
+            c_dot[0] = 0.0
+            for k in range(n_changed):
+                c_dot[0] += c[changed[k]] * diff[k]
         for p in range(n):
             out.labels[p] = y[p]
-            if y[p] == truth[p]:
-                continue
-            loss += self.omega[p0 + p]
-            coef = 2.0 * (truth[p] - y[p])
-            for k in range(self.row_ptr[p0 + p], self.row_ptr[p0 + p + 1]):
-                out.psi_idx[nnz] = self.col[k]
-                out.psi_val[nnz] = coef * self.val[k]
-                nnz += 1
+            if y[p] != truth[p]:
+                loss += self.omega[p0 + p]
+        if self.single:
+            nnz = _unary_psi(y, truth, n, &self.row_ptr[p0], &self.col[0], &self.val32[0],
+                             out.psi_idx, out.psi_val)
+        else:
+            nnz = _unary_psi(y, truth, n, &self.row_ptr[p0], &self.col[0], &self.val64[0],
+                             out.psi_idx, out.psi_val)
         if n_changed:
-            pw = out.psi_val + nnz
             for k in range(self.n_pairwise):
                 out.psi_idx[nnz + k] = <int32_t> (self.n_unary + k)
-                pw[k] = 0.0
-            for j in range(n_changed):
-                e = changed[j]
-                diff = (y[head[e]] != y[tail[e]]) - <float64_t> (truth[head[e]] != truth[tail[e]])
-                x = &self.pairwise[e0 + e, 0]
-                for k in range(self.n_pairwise):
-                    pw[k] += diff * x[k]
+            if self.single:
+                _pairwise_psi(changed, diff, n_changed, &self.pairwise32[e0, 0],
+                              self.n_pairwise, out.psi_val + nnz)
+            else:
+                _pairwise_psi(changed, diff, n_changed, &self.pairwise64[e0, 0],
+                              self.n_pairwise, out.psi_val + nnz)
             nnz += self.n_pairwise
         free(changed)
+        free(diff)
         out.n_labels = n
         out.psi_nnz = nnz
         out.loss = loss
@@ -438,12 +541,10 @@ cdef class GraphCutOracle(MaxOracle):
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
         cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
         cdef const int32_t* truth = &self.labels[p0]
-        cdef const int32_t* head = &self.head[e0]
-        cdef const int32_t* tail = &self.tail[e0]
         cdef const float64_t* w_pair = w + self.n_unary
-        cdef intp_t p, e, k, n_active = 0
-        cdef float64_t s, wpsi = 0.0
-        cdef const float64_t* x
+        cdef intp_t p, e, k
+        cdef intp_t n_active = 0
+        cdef float64_t wpsi = 0.0, c_dot
         for k in range(self.n_pairwise):
             if w_pair[k] < 0.0:
                 _raise_nonsubmodular(k, w_pair[k])
@@ -451,8 +552,10 @@ cdef class GraphCutOracle(MaxOracle):
         ssvm_prefetch(&self.arc_ptr[p0], (n + 1) * sizeof(intp_t))
         if m:
             ssvm_prefetch(&self.arc_to[2 * e0], 2 * m * sizeof(int32_t))
-            ssvm_prefetch(&self.node_arcs[2 * e0], 2 * m * sizeof(int32_t))
-        cdef float64_t* mem = <float64_t*> malloc((2 * n + m) * sizeof(float64_t))
+            ssvm_prefetch(&self.arc_rev[2 * e0], 2 * m * sizeof(int32_t))
+            ssvm_prefetch(&self.arc_edge[2 * e0], 2 * m * sizeof(int32_t))
+        cdef float64_t* mem = <float64_t*> malloc((2 * n + m + self.n_pairwise)
+                                                  * sizeof(float64_t))
         cdef intp_t* active = <intp_t*> malloc((self.n_pairwise + 1) * sizeof(intp_t))
         if mem == NULL or active == NULL:
             free(mem)
@@ -462,33 +565,36 @@ cdef class GraphCutOracle(MaxOracle):
         cdef float64_t* u = mem
         cdef float64_t* D = mem + n
         cdef float64_t* c = mem + 2 * n
+        cdef float64_t* w_active = c + m
         for k in range(self.n_pairwise):      # pairwise weights at the box bound 0 cost nothing
             if w_pair[k] != 0.0:
                 active[n_active] = k
+                w_active[n_active] = w_pair[k]
                 n_active += 1
         try:
+            if self.single:
+                _unary_scores(w, &self.row_ptr[p0], &self.col[0], &self.val32[0], n, u)
+            else:
+                _unary_scores(w, &self.row_ptr[p0], &self.col[0], &self.val64[0], n, u)
             for p in range(n):
-                k = self.row_ptr[p0 + p]
-                s = _csr_dot(w, &self.col[k], &self.val[k], self.row_ptr[p0 + p + 1] - k)
-                u[p] = s
-                D[p] = -2.0 * s + self.omega[p0 + p] * (2 * truth[p] - 1)
-            for e in range(m):
-                c[e] = 0.0
-            for k in range(n_active if m else 0):   # transposed features: contiguous rows
-                s = w_pair[active[k]]
-                x = &self.pairwise_t[active[k], e0]
+                D[p] = -2.0 * u[p] + self.omega[p0 + p] * (2 * truth[p] - 1)
+            if not (m and n_active):         # w_P = 0: no pairwise terms
                 for e in range(m):
-                    c[e] += s * x[e]
-            _min_cut(n, m, D, c, &self.arc_to[2 * e0 if m else 0], &self.node_arcs[0],
-                     &self.arc_ptr[p0], out.labels)
+                    c[e] = 0.0
+            elif self.single:
+                _capacities(w_active, active, n_active, &self.pairwise32[e0, 0], m,
+                            self.n_pairwise, c)
+            else:
+                _capacities(w_active, active, n_active, &self.pairwise64[e0, 0], m,
+                            self.n_pairwise, c)
+            k = 2 * e0 if m else 0
+            _min_cut(n, m, D, c, &self.arc_to[k], &self.arc_rev[k], &self.arc_edge[k],
+                     &self.arc_ptr[p0], 2 * e0, out.labels)
+            self._write(i, out.labels, out, c, &c_dot)
             # <w, psi> = sum_p 2 (y*_p - y_p) u_p - sum_e c_e ([y* cut] - [y cut])
             for p in range(n):
                 wpsi += 2.0 * (truth[p] - out.labels[p]) * u[p]
-            for e in range(m):
-                wpsi -= c[e] * ((truth[head[e]] != truth[tail[e]])
-                                - <float64_t> (out.labels[head[e]] != out.labels[tail[e]]))
-            self._write(i, out.labels, out)
-            out.score = out.loss - wpsi
+            out.score = out.loss - (wpsi + c_dot)
         finally:
             free(mem)
             free(active)

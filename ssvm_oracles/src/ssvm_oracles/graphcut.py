@@ -1,10 +1,12 @@
 """Binary superpixel segmentation (HorseSeg, 001 App. I.3): graph-cut max oracle.
 
-The max oracle is :class:`GraphCutOracle` (``ssvm_oracles._graphcut``), a
-Cython oracle that runs without the GIL: potentials from CSR unary features,
+The default max oracle is :class:`GraphCutOracle` (``ssvm_oracles._graphcut``),
+a Cython oracle that runs without the GIL: potentials from CSR unary features,
 an exact s-t min-cut by its own Boykov-Kolmogorov max-flow, then sparse psi
-and the class-balanced loss.  :meth:`GraphCutModel.predict` uses the same
-min-cut.
+and the class-balanced loss.  ``backend="pymaxflow"`` computes the same cut
+with PyMaxflow (Kolmogorov's C++ max-flow; GPL, the optional extra
+``ssvm-oracles[graphcut]``) in a Python oracle.  :meth:`GraphCutModel.predict`
+uses the backend's min-cut.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graphcut import GraphCutOracle, min_cut
 
-__all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "balanced_weights"]
+__all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
+           "balanced_weights"]
+
+BACKENDS = ("bk", "pymaxflow")
+FEATURE_DTYPES = ("auto", "float64", "float32")
 
 
 class NonSubmodularError(ValueError):
@@ -36,7 +42,8 @@ class _Image(NamedTuple):
     pairwise: np.ndarray  # (n_edges, n_pairwise), C-contiguous, >= 0
 
 
-def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None) -> _Image:
+def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None,
+                 round32: bool = False) -> _Image:
     if not isinstance(x, (tuple, list)) or len(x) != 3:
         raise ValueError(f"X[{i}] must be a (unary, edges, pairwise) triple, "
                          f"got {type(x).__name__}")
@@ -74,6 +81,13 @@ def _check_image(x, i: int, n_unary: int | None, n_pairwise: int | None) -> _Ima
         raise ValueError(f"X[{i}] has negative pairwise features; they must be >= 0 so that "
                          "nonnegative pairwise weights give a submodular problem")
     unary = sp.csr_array(unary)
+    if round32:
+        with np.errstate(over="ignore"):              # overflow to inf is reported below
+            unary.data = unary.data.astype(np.float32).astype(np.float64)
+            pairwise = pairwise.astype(np.float32).astype(np.float64)
+        if not (np.all(np.isfinite(unary.data)) and np.all(np.isfinite(pairwise))):
+            raise ValueError(f"X[{i}] has features beyond the float32 range "
+                             "(feature_dtype='float32')")
     unary.eliminate_zeros()
     unary.sort_indices()
     return _Image(unary, edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32),
@@ -118,20 +132,97 @@ def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
         raise NonSubmodularError(_nonsubmodular_message(k, w_pairwise[k]))
 
 
-def _pack(images: list[_Image], labels: list[np.ndarray]) -> GraphCutOracle:
-    """Concatenate the images into the arrays of :class:`GraphCutOracle`."""
+def _exact_in_float32(values: np.ndarray) -> bool:
+    return bool(np.all(values.astype(np.float32) == values))
+
+
+def _pack(images: list[_Image], labels: list[np.ndarray], feature_dtype: str) -> GraphCutOracle:
+    """Concatenate the images into the arrays of :class:`GraphCutOracle`.
+
+    The feature values are stored as float32 for ``feature_dtype="float32"``
+    (rounded by ``_check_image`` already) and for ``"auto"`` when that loses
+    nothing, else as float64.
+    """
     unary = sp.vstack([im.unary for im in images], format="csr")
+    n_pairwise = images[0].pairwise.shape[1]
+    pairwise = np.concatenate([im.pairwise for im in images]).reshape(-1, n_pairwise)
+    single = feature_dtype == "float32" or (
+        feature_dtype == "auto" and _exact_in_float32(unary.data)
+        and _exact_in_float32(pairwise))
+    dtype = np.float32 if single else np.float64
     node_ptr = np.concatenate([[0], np.cumsum([im.unary.shape[0] for im in images])])
     edge_ptr = np.concatenate([[0], np.cumsum([len(im.head) for im in images])])
-    n_pairwise = images[0].pairwise.shape[1]
     return GraphCutOracle(
         images[0].unary.shape[1], node_ptr.astype(np.intp), unary.indptr.astype(np.intp),
-        unary.indices.astype(np.int32), unary.data.astype(np.float64),
+        unary.indices.astype(np.int32), unary.data.astype(dtype),
         edge_ptr.astype(np.intp), np.concatenate([im.head for im in images]),
-        np.concatenate([im.tail for im in images]),
-        np.ascontiguousarray(np.concatenate([im.pairwise for im in images]).reshape(
-            -1, n_pairwise)),
+        np.concatenate([im.tail for im in images]), np.ascontiguousarray(pairwise, dtype=dtype),
         np.concatenate(labels), np.concatenate([balanced_weights(y) for y in labels]))
+
+
+def _import_maxflow():
+    try:
+        import maxflow
+    except ImportError as exc:
+        raise ImportError("GraphCutModel(backend='pymaxflow') needs PyMaxflow: install it with "
+                          "pip install 'ssvm-oracles[graphcut]' (PyMaxflow is GPL-licensed), "
+                          "or use the built-in backend='bk'") from exc
+    return maxflow
+
+
+def pymaxflow_min_cut(unary_cost: np.ndarray, capacity: np.ndarray, head: np.ndarray,
+                      tail: np.ndarray) -> np.ndarray:
+    """:func:`min_cut` computed by PyMaxflow: one graph, vectorised edges and terminal arcs.
+
+    Node p gets the terminal capacities (max(cost_p, 0), max(-cost_p, 0))
+    towards (source, sink); nodes on the sink side of the minimum cut take
+    label 1.
+    """
+    maxflow = _import_maxflow()
+    unary_cost = np.asarray(unary_cost, dtype=np.float64)
+    capacity = np.asarray(capacity, dtype=np.float64)
+    graph = maxflow.Graph[float](len(unary_cost), len(capacity))
+    nodes = graph.add_nodes(len(unary_cost))
+    if len(capacity):
+        graph.add_edges(nodes[head], nodes[tail], capacity, capacity)
+    graph.add_grid_tedges(nodes, np.maximum(unary_cost, 0.0), np.maximum(-unary_cost, 0.0))
+    graph.maxflow()
+    return graph.get_grid_segments(nodes).astype(np.int32)
+
+
+class PyMaxflowOracle:
+    """The max oracle of :class:`GraphCutOracle` with the min-cut done by PyMaxflow.
+
+    A Python oracle (see ``ssvm_core.PythonOracle``; it holds the GIL during
+    a call): per call it forms the potentials in NumPy, cuts with
+    :func:`pymaxflow_min_cut` and takes psi and the loss from the bound
+    :class:`GraphCutOracle`'s ``evaluate``.  Built by
+    ``GraphCutModel(backend="pymaxflow").bind``.
+    """
+
+    def __init__(self, oracle: GraphCutOracle, images: list[_Image]):
+        _import_maxflow()
+        self.oracle, self.images = oracle, images
+        node_ptr = np.asarray(oracle.node_ptr)
+        blocks = [slice(a, b) for a, b in itertools.pairwise(node_ptr)]
+        self.labels = [np.asarray(oracle.labels)[b] for b in blocks]
+        self.omega = [np.asarray(oracle.omega)[b] for b in blocks]
+        self.n_blocks, self.n_features = oracle.n_blocks, oracle.n_features
+        self.max_labels, self.max_psi_nnz = oracle.max_labels, oracle.max_psi_nnz
+        self.n_unary = oracle.n_unary
+
+    def solve(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        im, truth = self.images[i], self.labels[i]
+        w_pairwise = w[self.n_unary:]
+        _check_pairwise_weights(w_pairwise)
+        cost = -2.0 * (im.unary @ w[:self.n_unary]) + self.omega[i] * (2 * truth - 1)
+        labels = pymaxflow_min_cut(cost, im.pairwise @ w_pairwise, im.head, im.tail)
+        psi, loss, _ = self.oracle.evaluate_py(i, labels, w)
+        return labels, psi, loss
+
+    def evaluate(self, i: int, labels: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, float]:
+        psi, loss, _ = self.oracle.evaluate_py(i, labels, w)
+        return psi, loss
 
 
 class GraphCutModel(StructuredModel):
@@ -168,17 +259,39 @@ class GraphCutModel(StructuredModel):
     ----------
     n_unary, n_pairwise : int, optional
         Feature counts; inferred from the first ``bind`` if omitted.
+    feature_dtype : {"auto", "float64", "float32"}
+        How the bound oracle stores the feature values (every product and sum
+        is in float64 either way).  float32 halves the memory a call streams
+        (at HorseSeg's size about 1.3x faster per call).  ``"auto"`` uses it
+        when every value is exactly a float32; ``"float32"`` first rounds the
+        features to float32 everywhere (``bind``, ``predict``,
+        ``joint_feature``): the model is then the one on the rounded
+        features, and its duality gaps are exact for that model.
+    backend : {"bk", "pymaxflow"}
+        Min-cut of the oracle and of ``predict``: the built-in Cython
+        Boykov-Kolmogorov max-flow (GIL-free, the fastest), or PyMaxflow in a
+        Python oracle (:class:`PyMaxflowOracle`; needs the extra
+        ``ssvm-oracles[graphcut]``).
     """
 
-    def __init__(self, n_unary: int | None = None, n_pairwise: int | None = None):
+    def __init__(self, n_unary: int | None = None, n_pairwise: int | None = None, *,
+                 feature_dtype: str = "auto", backend: str = "bk"):
         for name, value in (("n_unary", n_unary), ("n_pairwise", n_pairwise)):
             if value is not None and (int(value) != value or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value}")
+        if feature_dtype not in FEATURE_DTYPES:
+            raise ValueError(f"feature_dtype must be one of {FEATURE_DTYPES}, "
+                             f"got {feature_dtype!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.n_unary = None if n_unary is None else int(n_unary)
         self.n_pairwise = None if n_pairwise is None else int(n_pairwise)
+        self.feature_dtype = feature_dtype
+        self.backend = backend
 
     def __repr__(self) -> str:
-        return f"GraphCutModel(n_unary={self.n_unary}, n_pairwise={self.n_pairwise})"
+        return (f"GraphCutModel(n_unary={self.n_unary}, n_pairwise={self.n_pairwise}, "
+                f"feature_dtype={self.feature_dtype!r}, backend={self.backend!r})")
 
     @property
     def size_joint_feature(self) -> int:
@@ -208,25 +321,28 @@ class GraphCutModel(StructuredModel):
             raise ValueError("X is empty")
         images = []
         for i, x in enumerate(X):
-            image = _check_image(x, i, self.n_unary, self.n_pairwise)
+            image = _check_image(x, i, self.n_unary, self.n_pairwise,
+                                 round32=self.feature_dtype == "float32")
             self.n_unary, self.n_pairwise = image.unary.shape[1], image.pairwise.shape[1]
             images.append(image)
         return images
 
-    def bind(self, X: Sequence, Y: Sequence) -> GraphCutOracle:
+    def bind(self, X: Sequence, Y: Sequence) -> GraphCutOracle | PyMaxflowOracle:
         images = self._check_X(X)
         if len(Y) != len(images):
             raise ValueError(f"X has {len(images)} images but Y has {len(Y)} labellings")
         labels = [_check_labels(y, i, im.unary.shape[0]) for i, (y, im) in enumerate(zip(Y, images))]
-        return _pack(images, labels)
+        oracle = _pack(images, labels, self.feature_dtype)
+        return oracle if self.backend == "bk" else PyMaxflowOracle(oracle, images)
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         images = self._check_X(X)
         w = check_weights(w, self.size_joint_feature)
         w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
         _check_pairwise_weights(w_pairwise)
+        cut = min_cut if self.backend == "bk" else pymaxflow_min_cut
         # max <w, phi>: label 1 costs -2 <w_U, x_p> more than label 0.
-        return [min_cut(-2.0 * (im.unary @ w_unary), im.pairwise @ w_pairwise, im.head, im.tail)
+        return [cut(-2.0 * (im.unary @ w_unary), im.pairwise @ w_pairwise, im.head, im.tail)
                 for im in images]
 
     def joint_feature(self, x, y) -> np.ndarray:
