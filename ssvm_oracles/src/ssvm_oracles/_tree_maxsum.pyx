@@ -37,7 +37,7 @@ decomposes over parts, so loss augmentation only adds to the unary scores.
 """
 
 cimport cython
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, fabs
 from libc.stdlib cimport free, malloc
 
 import numpy as np
@@ -144,7 +144,8 @@ cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
     Workspace v (n), z (n + 1), hv (n): the envelope's lines, their
     breakpoints and their h.
     """
-    cdef intp_t q, k, x, best
+    cdef intp_t q, k, x, j, best
+    cdef intp_t* first = v + n
     cdef float64_t s, hq, u, a2
     if a < _TINY:                       # linear: the argmax does not depend on x
         best = 0
@@ -174,13 +175,20 @@ cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
         v[k] = q
         hv[k] = hq
         z[k] = s if k > 0 else -INFINITY
-    z[k + 1] = INFINITY
+    # x is in segment j of the envelope when j = #{i in [1, k] : z[i] < 2 a x}, i.e.
+    # when x > z[i] / (2 a) for j breakpoints: count the breakpoints passed at each x
+    # (first[x]) and sum them, branch free
+    for x in range(n + 1):
+        first[x] = 0
+    a2 = 0.5 / a
+    for j in range(1, k + 1):
+        s = z[j] * a2
+        s = s if s > -1.0 else -1.0
+        s = s if s < n - 1 else <float64_t> (n - 1)
+        first[<intp_t> (s + 1.0)] += 1
     k = 0
-    a2 = 2.0 * a
     for x in range(n):
-        s = a2 * x
-        while z[k + 1] < s:
-            k += 1
+        k += first[x]
         q = v[k]
         u = <float64_t> (q - x)
         if arg != NULL:
@@ -234,7 +242,7 @@ def distance_transform_1d(f, a, b):
     cdef float64_t[::1] dv = d, zv = np.empty(n + 1), hv = np.empty(n)
     cdef float64_t[::1] inv = np.empty(n + 1)
     cdef int32_t[::1] gv = arg
-    cdef intp_t[::1] vv = np.empty(n, dtype=np.intp)
+    cdef intp_t[::1] vv = np.empty(2 * n + 1, dtype=np.intp)
     with nogil:
         _reciprocals(n, &inv[0])
         _dt1d(&fv[0], n, av, bv, &dv[0], 1, &gv[0], 1, &inv[0], &vv[0], &zv[0], &hv[0])
@@ -259,7 +267,7 @@ def distance_transform_2d(f, ax, bx, ay, by):
     cdef float64_t[::1] tmp = np.empty(H * W), zv = np.empty(m + 1), hv = np.empty(m)
     cdef float64_t[::1] inv = np.empty(m + 1)
     cdef int32_t[::1] argy = np.empty(H * W, dtype=np.int32)
-    cdef intp_t[::1] vv = np.empty(m, dtype=np.intp)
+    cdef intp_t[::1] vv = np.empty(2 * m + 1, dtype=np.intp)
     with nogil:
         _reciprocals(m, &inv[0])
         _dt2d(&fv[0, 0], H, W, axv, bxv, ayv, byv, &tmp[0], &argy[0], &dv[0, 0],
@@ -426,6 +434,179 @@ cdef intp_t _best_child_position(const float64_t* belief, const float64_t* pair1
     return best
 
 
+cdef float64_t _min_cost(float64_t a, float64_t b, intp_t lo, intp_t hi) noexcept nogil:
+    """min of a u^2 + b u over the integers u in [lo, hi] (a >= 0, lo <= hi)."""
+    cdef float64_t best = (a * lo + b) * lo, val = (a * hi + b) * hi, vertex
+    cdef intp_t u
+    if val < best:
+        best = val
+    if a >= _TINY:
+        vertex = -b / (2.0 * a)
+        if lo < vertex < hi:            # the convex minimum: the integers around it
+            u = <intp_t> vertex
+            if u > vertex:
+                u -= 1
+            val = (a * u + b) * u
+            if val < best:
+                best = val
+            val = (a * (u + 1) + b) * (u + 1)
+            if val < best:
+                best = val
+    return best
+
+
+cdef struct _Work:
+    # workspace of one tree max-sum call (``_maxsum``)
+    float64_t* gts          # (T, W, H): child scores per up type, transposed
+    intp_t* ready           # (T,): gts[t] holds its scores
+    float64_t* gmax         # (T,): max and max |.| of the child scores per up type
+    float64_t* gabs
+    float64_t* pmax         # (T,): max and max |.| of wt2 * pairwise per down type
+    float64_t* pabs
+    float64_t* key          # (T^2,): upper bound of each type pair's message
+    intp_t* rank            # (T^2,): the pairs by decreasing key
+    float64_t* rowmax       # (T, H), (T, W): row and column maxima of the child scores
+    float64_t* colmax
+    float64_t* cxmin        # (W,), (H,): least deformation cost per parent position
+    float64_t* cymin
+    float64_t* ry           # (H,), (W,): bounds of ``_dominated``
+    float64_t* cx
+    float64_t* tmp          # (L,): distance transform buffers
+    float64_t* dbuf
+    float64_t* inv          # (m + 1,): 1 / k
+    intp_t* v               # envelope workspace (m, m + 1, m)
+    float64_t* z
+    float64_t* hv
+
+
+cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* rowmax,
+                     const float64_t* colmax, float64_t gabs, float64_t pabs, float64_t wt2,
+                     const float64_t* pair2, const float64_t* msg, _Work* wk) noexcept nogil:
+    """Whether a type pair cannot beat msg at any parent position l = (x, y).
+
+    With g the child's scores and cost = cost_x + cost_y its deformation cost,
+    the pair's message at l is wt2 pair2[l] - c + max_{l'} g[l'] - cost(l' - l),
+    at most both ry[y] - min_u cost_x(u) and cx[x] - min_r cost_y(r), where
+    ry[y] = max_{y'} (max_x' g[y', x']) - cost_y(y' - y) (1-D transform of the
+    row maxima) and cx[x] likewise over the column maxima (u, r over the grid).
+    The pair is skipped when the smaller bound, plus a margin far above
+    rounding errors (1e-12 times a bound on every term), is below msg[l]
+    everywhere, so that the skip never changes the maximum.
+    """
+    cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y
+    cdef float64_t margin, bound, slack = INFINITY, ryy, cyy
+    cdef const float64_t* msg_row
+    cdef const float64_t* pair_row
+    for x in range(W):
+        wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x)
+    for y in range(H):
+        wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y)
+    _dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    _dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    # skip when msg[l] - wt2 pair2[l] - bound[l] > margin - c for every l
+    margin = 1e-12 * (1.0 + gabs + pabs + fabs(q[4]) + (q[0] + q[2]) * m * m
+                      + (fabs(q[1]) + fabs(q[3])) * m) - q[4]
+    for y in range(H):
+        ryy = wk.ry[y]
+        cyy = wk.cymin[y]
+        msg_row = msg + y * W
+        pair_row = pair2 + y * W
+        for x in range(W):              # branch free: vectorised
+            bound = ryy - wk.cxmin[x]
+            bound = bound if bound < wk.cx[x] - cyy else wk.cx[x] - cyy
+            bound = msg_row[x] - wt2 * pair_row[x] - bound
+            slack = bound if bound < slack else slack
+        if not slack > margin:
+            return False
+    return True
+
+
+cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t c,
+                        const float64_t* g, float64_t* msg, int32_t* bestpair,
+                        _Work* wk) noexcept nogil:
+    """msg[l] = max over (t_up, t_down, l_c) of the edge (c, parent) at parent position l;
+    bestpair[l] = t_up T + t_down of the max.
+
+    One 2-D distance transform per type pair, in decreasing order of an upper
+    bound of the pair's message; pairs that cannot beat the message so far at
+    any position are skipped (``_dominated``).
+    """
+    cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a1 = tr.arc_up[c], a2 = a1 + 1
+    cdef intp_t t1, t2, tp, j, r, k, x, y
+    cdef float64_t wt1 = w[_off_types(tr) + a1], wt2 = w[_off_types(tr) + a2]
+    cdef float64_t val, mx, ab
+    cdef float64_t q[5]
+    cdef const float64_t* pair
+    cdef float64_t* gt
+    cdef float64_t* rowmax
+    cdef float64_t* colmax
+    for k in range(L):
+        msg[k] = -INFINITY
+    for t1 in range(T):
+        pair = ex.pairwise + (a1 * T + t1) * L
+        rowmax = wk.rowmax + t1 * H
+        colmax = wk.colmax + t1 * W
+        for x in range(W):
+            colmax[x] = -INFINITY
+        mx = -INFINITY
+        ab = 0.0
+        for y in range(H):
+            rowmax[y] = -INFINITY
+            for x in range(W):
+                val = g[y * W + x] + wt1 * pair[y * W + x]
+                rowmax[y] = val if val > rowmax[y] else rowmax[y]
+                colmax[x] = val if val > colmax[x] else colmax[x]
+                ab = fabs(val) if fabs(val) > ab else ab
+            mx = rowmax[y] if rowmax[y] > mx else mx
+        wk.gmax[t1] = mx
+        wk.gabs[t1] = ab
+        wk.ready[t1] = 0
+    for t2 in range(T):
+        pair = ex.pairwise + (a2 * T + t2) * L
+        mx = -INFINITY
+        ab = 0.0
+        for k in range(L):
+            val = wt2 * pair[k]
+            mx = val if val > mx else mx
+            ab = fabs(val) if fabs(val) > ab else ab
+        wk.pmax[t2] = mx
+        wk.pabs[t2] = ab
+    for tp in range(T * T):                     # rank the pairs by their upper bound
+        t1 = tp // T
+        t2 = tp % T
+        _edge_cost(tr, ex, w, a1, t1, t2, q)
+        wk.key[tp] = (wk.gmax[t1] + wk.pmax[t2] - q[4] - _min_cost(q[0], q[1], 1 - W, W - 1)
+                      - _min_cost(q[2], q[3], 1 - H, H - 1))
+        j = tp
+        while j > 0 and wk.key[wk.rank[j - 1]] < wk.key[tp]:
+            wk.rank[j] = wk.rank[j - 1]
+            j -= 1
+        wk.rank[j] = tp
+    for r in range(T * T):
+        tp = wk.rank[r]
+        t1 = tp // T
+        t2 = tp % T
+        pair = ex.pairwise + (a2 * T + t2) * L
+        _edge_cost(tr, ex, w, a1, t1, t2, q)
+        if r > 0 and _dominated(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
+                                wk.pabs[t2], wt2, pair, msg, wk):
+            continue
+        gt = wk.gts + t1 * L
+        if not wk.ready[t1]:                    # the child's scores, transposed
+            wk.ready[t1] = 1
+            for x in range(W):
+                for y in range(H):
+                    gt[x * H + y] = g[y * W + x] + wt1 * ex.pairwise[(a1 * T + t1) * L
+                                                                      + y * W + x]
+        _dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.inv, wk.v,
+              wk.z, wk.hv)
+        for k in range(L):
+            val = wk.dbuf[k] + wt2 * pair[k] - q[4]
+            if val > msg[k]:
+                msg[k] = val
+                bestpair[k] = <int32_t> tp
+
+
 cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
                  const int32_t* truth, float64_t radius2, int kind,
                  int32_t* out) except -1 nogil:
@@ -437,26 +618,18 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     transforms store no argmax.
     """
     cdef intp_t P = tr.P, T = tr.T, H = ex.H, W = ex.W, L = ex.L, m = max(H, W)
-    cdef intp_t i, p, c, par, a1, a2, t1, t2, k, x, y, pos, tp
-    cdef float64_t wu, wt1, wt2, val, dx, dy
+    cdef intp_t i, p, c, par, a1, t1, t2, k, x, y, pos
+    cdef float64_t wu, dx, dy
     cdef float64_t q[5]
+    cdef _Work wk
     cdef float64_t* belief
     cdef float64_t* msg
-    cdef float64_t* gt
-    cdef float64_t* tmp
-    cdef float64_t* dbuf
-    cdef float64_t* inv
-    cdef float64_t* z
-    cdef float64_t* hv
     cdef int32_t* bestpair
-    cdef intp_t* v
-    cdef const float64_t* pair1
-    cdef const float64_t* pair2
-    cdef const float64_t* g
-    cdef float64_t* dwork = <float64_t*> malloc((P * L + 4 * L + 3 * m + 2)
-                                                * sizeof(float64_t))
+    cdef float64_t* dwork = <float64_t*> malloc(
+        (P * L + (T + 3) * L + 4 * T + T * T + 2 * T * m + 4 * m + 3 * m + 2)
+        * sizeof(float64_t))
     cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t))
-    cdef intp_t* vwork = <intp_t*> malloc(m * sizeof(intp_t))
+    cdef intp_t* vwork = <intp_t*> malloc((2 * m + 1 + T + T * T) * sizeof(intp_t))
     if dwork == NULL or iwork == NULL or vwork == NULL:
         free(dwork)
         free(iwork)
@@ -465,15 +638,28 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
             raise MemoryError("tree max-sum workspace")
     belief = dwork
     msg = belief + P * L
-    gt = msg + L
-    tmp = gt + L
-    dbuf = tmp + L
-    inv = dbuf + L
-    z = inv + m + 1
-    hv = z + m + 1
+    wk.gts = msg + L
+    wk.tmp = wk.gts + T * L
+    wk.dbuf = wk.tmp + L
+    wk.gmax = wk.dbuf + L
+    wk.gabs = wk.gmax + T
+    wk.pmax = wk.gabs + T
+    wk.pabs = wk.pmax + T
+    wk.key = wk.pabs + T
+    wk.rowmax = wk.key + T * T
+    wk.colmax = wk.rowmax + T * m
+    wk.cxmin = wk.colmax + T * m
+    wk.cymin = wk.cxmin + m
+    wk.ry = wk.cymin + m
+    wk.cx = wk.ry + m
+    wk.inv = wk.cx + m
+    wk.z = wk.inv + m + 1
+    wk.hv = wk.z + m + 1
     bestpair = iwork
-    v = vwork
-    _reciprocals(m, inv)
+    wk.v = vwork
+    wk.ready = vwork + 2 * m + 1
+    wk.rank = wk.ready + T
+    _reciprocals(m, wk.inv)
 
     for p in range(P):                          # unaries (+ loss augmentation)
         wu = w[p]
@@ -489,29 +675,7 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     for i in range(P - 1, 0, -1):               # leaves to root
         c = tr.order[i]
         par = tr.parent[c]
-        a1 = tr.arc_up[c]                       # c -> parent, source c
-        a2 = a1 + 1                             # parent -> c, source parent
-        wt1 = w[_off_types(tr) + a1]
-        wt2 = w[_off_types(tr) + a2]
-        g = belief + c * L
-        for k in range(L):
-            msg[k] = -INFINITY
-        for t1 in range(T):
-            pair1 = ex.pairwise + (a1 * T + t1) * L
-            for x in range(W):                  # the child's scores, transposed
-                for y in range(H):
-                    gt[x * H + y] = g[y * W + x] + wt1 * pair1[y * W + x]
-            for t2 in range(T):
-                pair2 = ex.pairwise + (a2 * T + t2) * L
-                _edge_cost(tr, ex, w, a1, t1, t2, q)
-                _dt2d(gt, H, W, q[0], q[1], q[2], q[3], tmp, NULL, dbuf, NULL, inv, v, z,
-                      hv)
-                tp = t1 * T + t2
-                for k in range(L):
-                    val = dbuf[k] + wt2 * pair2[k] - q[4]
-                    if val > msg[k]:
-                        msg[k] = val
-                        bestpair[c * L + k] = <int32_t> tp
+        _edge_message(tr, ex, w, c, belief + c * L, msg, bestpair + c * L, &wk)
         for k in range(L):
             belief[par * L + k] += msg[k]
 
