@@ -494,7 +494,8 @@ cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* ro
     everywhere, so that the skip never changes the maximum.
     """
     cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y
-    cdef float64_t margin, bound, slack = INFINITY, ryy, cyy
+    cdef float64_t margin, bound, ryy, cyy
+    cdef int reached = 0
     cdef const float64_t* msg_row
     cdef const float64_t* pair_row
     for x in range(W):
@@ -503,7 +504,7 @@ cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* ro
         wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y)
     _dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
     _dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
-    # skip when msg[l] - wt2 pair2[l] - bound[l] > margin - c for every l
+    # skip when msg[l] - wt2 pair2[l] - bound[l] > margin - c at every l
     margin = 1e-12 * (1.0 + gabs + pabs + fabs(q[4]) + (q[0] + q[2]) * m * m
                       + (fabs(q[1]) + fabs(q[3])) * m) - q[4]
     for y in range(H):
@@ -511,12 +512,11 @@ cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* ro
         cyy = wk.cymin[y]
         msg_row = msg + y * W
         pair_row = pair2 + y * W
-        for x in range(W):              # branch free: vectorised
+        for x in range(W):              # branch free, no dependency chain
             bound = ryy - wk.cxmin[x]
             bound = bound if bound < wk.cx[x] - cyy else wk.cx[x] - cyy
-            bound = msg_row[x] - wt2 * pair_row[x] - bound
-            slack = bound if bound < slack else slack
-        if not slack > margin:
+            reached |= msg_row[x] - wt2 * pair_row[x] - bound <= margin
+        if reached:
             return False
     return True
 
