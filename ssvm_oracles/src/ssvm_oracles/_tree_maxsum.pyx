@@ -471,6 +471,8 @@ cdef struct _Work:
     float64_t* cymin
     float64_t* ry           # (H,), (W,): bounds of ``_dominated``
     float64_t* cx
+    float64_t* msgmin       # (H,): row minima of the message so far
+    float64_t* prowmax      # (T, H): row maxima of wt2 * pairwise per down type
     float64_t* tmp          # (L,): distance transform buffers
     float64_t* dbuf
     float64_t* inv          # (m + 1,): 1 / k
@@ -481,7 +483,8 @@ cdef struct _Work:
 
 cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* rowmax,
                      const float64_t* colmax, float64_t gabs, float64_t pabs, float64_t wt2,
-                     const float64_t* pair2, const float64_t* msg, _Work* wk) noexcept nogil:
+                     const float64_t* pair2, const float64_t* prowmax, const float64_t* msg,
+                     _Work* wk) noexcept nogil:
     """Whether a type pair cannot beat msg at any parent position l = (x, y).
 
     With g the child's scores and cost = cost_x + cost_y its deformation cost,
@@ -491,25 +494,32 @@ cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* ro
     row maxima) and cx[x] likewise over the column maxima (u, r over the grid).
     The pair is skipped when the smaller bound, plus a margin far above
     rounding errors (1e-12 times a bound on every term), is below msg[l]
-    everywhere, so that the skip never changes the maximum.
+    everywhere, so that the skip never changes the maximum.  A row y is
+    cleared at once when the largest bound of the row (plus wt2 pair2 at most
+    prowmax[y]) is below the row's least msg (wk.msgmin[y]).
     """
     cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y
-    cdef float64_t margin, bound, ryy, cyy
+    cdef float64_t margin, bound, ryy, cyy, cxlo = INFINITY, cxhi = -INFINITY
     cdef int reached = 0
     cdef const float64_t* msg_row
     cdef const float64_t* pair_row
-    for x in range(W):
-        wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x)
     for y in range(H):
         wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y)
     _dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
     _dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    for x in range(W):
+        wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x)
+        cxlo = wk.cxmin[x] if wk.cxmin[x] < cxlo else cxlo
+        cxhi = wk.cx[x] if wk.cx[x] > cxhi else cxhi
     # skip when msg[l] - wt2 pair2[l] - bound[l] > margin - c at every l
     margin = 1e-12 * (1.0 + gabs + pabs + fabs(q[4]) + (q[0] + q[2]) * m * m
                       + (fabs(q[1]) + fabs(q[3])) * m) - q[4]
     for y in range(H):
         ryy = wk.ry[y]
         cyy = wk.cymin[y]
+        bound = ryy - cxlo if ryy - cxlo < cxhi - cyy else cxhi - cyy
+        if wk.msgmin[y] - prowmax[y] - bound > margin:
+            continue
         msg_row = msg + y * W
         pair_row = pair2 + y * W
         for x in range(W):              # branch free, no dependency chain
@@ -571,6 +581,12 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
             ab = fabs(val) if fabs(val) > ab else ab
         wk.pmax[t2] = mx
         wk.pabs[t2] = ab
+        for y in range(H):
+            mx = -INFINITY
+            for x in range(W):
+                val = wt2 * pair[y * W + x]
+                mx = val if val > mx else mx
+            wk.prowmax[t2 * H + y] = mx
     for tp in range(T * T):                     # rank the pairs by their upper bound
         t1 = tp // T
         t2 = tp % T
@@ -589,7 +605,7 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
         pair = ex.pairwise + (a2 * T + t2) * L
         _edge_cost(tr, ex, w, a1, t1, t2, q)
         if r > 0 and _dominated(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
-                                wk.pabs[t2], wt2, pair, msg, wk):
+                                wk.pabs[t2], wt2, pair, wk.prowmax + t2 * H, msg, wk):
             continue
         gt = wk.gts + t1 * L
         if not wk.ready[t1]:                    # the child's scores, transposed
@@ -600,11 +616,16 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
                                                                       + y * W + x]
         _dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.inv, wk.v,
               wk.z, wk.hv)
-        for k in range(L):
-            val = wk.dbuf[k] + wt2 * pair[k] - q[4]
-            if val > msg[k]:
-                msg[k] = val
-                bestpair[k] = <int32_t> tp
+        for y in range(H):
+            mx = INFINITY
+            for x in range(W):
+                k = y * W + x
+                val = wk.dbuf[k] + wt2 * pair[k] - q[4]
+                if val > msg[k]:
+                    msg[k] = val
+                    bestpair[k] = <int32_t> tp
+                mx = msg[k] if msg[k] < mx else mx
+            wk.msgmin[y] = mx
 
 
 cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
@@ -626,7 +647,7 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     cdef float64_t* msg
     cdef int32_t* bestpair
     cdef float64_t* dwork = <float64_t*> malloc(
-        (P * L + (T + 3) * L + 4 * T + T * T + 2 * T * m + 4 * m + 3 * m + 2)
+        (P * L + (T + 3) * L + 4 * T + T * T + 3 * T * m + 5 * m + 3 * m + 2)
         * sizeof(float64_t))
     cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t))
     cdef intp_t* vwork = <intp_t*> malloc((2 * m + 1 + T + T * T) * sizeof(intp_t))
@@ -652,7 +673,9 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     wk.cymin = wk.cxmin + m
     wk.ry = wk.cymin + m
     wk.cx = wk.ry + m
-    wk.inv = wk.cx + m
+    wk.msgmin = wk.cx + m
+    wk.prowmax = wk.msgmin + m
+    wk.inv = wk.prowmax + T * m
     wk.z = wk.inv + m + 1
     wk.hv = wk.z + m + 1
     bestpair = iwork
