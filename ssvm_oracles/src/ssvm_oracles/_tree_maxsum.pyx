@@ -198,22 +198,24 @@ cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
 
 cdef void _dt2d(const float64_t* ft, intp_t H, intp_t W, float64_t ax, float64_t bx,
                 float64_t ay, float64_t by, float64_t* tmp, int32_t* argy,
-                float64_t* d, int32_t* argx, const float64_t* inv, intp_t* v, float64_t* z,
-                float64_t* hv) noexcept nogil:
+                float64_t* d, int32_t* argx, const char* rows, const float64_t* inv,
+                intp_t* v, float64_t* z, float64_t* hv) noexcept nogil:
     """d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r, u = x'-x, r = y'-y.
 
     Input ft = f transposed (W, H), so both passes read contiguous memory:
     first along the columns into tmp (H, W), then along the rows.  If argy and
     argx are not NULL, the maximiser of (y, x) is x' = argx[y, x],
-    y' = argy[y, x'].  inv: ``_reciprocals`` up to max(H, W).
+    y' = argy[y, x'].  If rows is not NULL, only the rows y with rows[y] != 0
+    of d (and argx) are written.  inv: ``_reciprocals`` up to max(H, W).
     """
     cdef intp_t x, y
     for x in range(W):
         _dt1d(ft + x * H, H, ay, by, tmp + x, W, argy + x if argy != NULL else NULL, W,
               inv, v, z, hv)
     for y in range(H):
-        _dt1d(tmp + y * W, W, ax, bx, d + y * W, 1, argx + y * W if argx != NULL else NULL,
-              1, inv, v, z, hv)
+        if rows == NULL or rows[y]:
+            _dt1d(tmp + y * W, W, ax, bx, d + y * W, 1,
+                  argx + y * W if argx != NULL else NULL, 1, inv, v, z, hv)
 
 
 def _check_map(f):
@@ -271,7 +273,7 @@ def distance_transform_2d(f, ax, bx, ay, by):
     with nogil:
         _reciprocals(m, &inv[0])
         _dt2d(&fv[0, 0], H, W, axv, bxv, ayv, byv, &tmp[0], &argy[0], &dv[0, 0],
-              &gv[0, 0], &inv[0], &vv[0], &zv[0], &hv[0])
+              &gv[0, 0], NULL, &inv[0], &vv[0], &zv[0], &hv[0])
         for y in range(H):
             for x in range(W):
                 xs = gv[y, x]
@@ -469,10 +471,11 @@ cdef struct _Work:
     float64_t* colmax
     float64_t* cxmin        # (W,), (H,): least deformation cost per parent position
     float64_t* cymin
-    float64_t* ry           # (H,), (W,): bounds of ``_dominated``
+    float64_t* ry           # (H,), (W,): bounds of ``_live_rows``
     float64_t* cx
     float64_t* msgmin       # (H,): row minima of the message so far
     float64_t* prowmax      # (T, H): row maxima of wt2 * pairwise per down type
+    char* live              # (H,): rows where the current pair may win
     float64_t* tmp          # (L,): distance transform buffers
     float64_t* dbuf
     float64_t* inv          # (m + 1,): 1 / k
@@ -481,26 +484,27 @@ cdef struct _Work:
     float64_t* hv
 
 
-cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* rowmax,
-                     const float64_t* colmax, float64_t gabs, float64_t pabs, float64_t wt2,
-                     const float64_t* pair2, const float64_t* prowmax, const float64_t* msg,
-                     _Work* wk) noexcept nogil:
-    """Whether a type pair cannot beat msg at any parent position l = (x, y).
+cdef intp_t _live_rows(const _Example* ex, const float64_t* q, const float64_t* rowmax,
+                      const float64_t* colmax, float64_t gabs, float64_t pabs,
+                      float64_t wt2, const float64_t* pair2, const float64_t* prowmax,
+                      const float64_t* msg, _Work* wk) noexcept nogil:
+    """The rows y where a type pair may beat msg: wk.live[y] = 1 (else 0); their count.
 
     With g the child's scores and cost = cost_x + cost_y its deformation cost,
     the pair's message at l is wt2 pair2[l] - c + max_{l'} g[l'] - cost(l' - l),
     at most both ry[y] - min_u cost_x(u) and cx[x] - min_r cost_y(r), where
     ry[y] = max_{y'} (max_x' g[y', x']) - cost_y(y' - y) (1-D transform of the
     row maxima) and cx[x] likewise over the column maxima (u, r over the grid).
-    The pair is skipped when the smaller bound, plus a margin far above
-    rounding errors (1e-12 times a bound on every term), is below msg[l]
-    everywhere, so that the skip never changes the maximum.  A row y is
+    A row is dead when the smaller bound, plus a margin far above rounding
+    errors (1e-12 times a bound on every term), is below msg[l] at each l of
+    the row, so that skipping it never changes the maximum.  A row y is
     cleared at once when the largest bound of the row (plus wt2 pair2 at most
     prowmax[y]) is below the row's least msg (wk.msgmin[y]).
     """
     cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y
     cdef float64_t margin, bound, ryy, cyy, cxlo = INFINITY, cxhi = -INFINITY
-    cdef int reached = 0
+    cdef intp_t n_live = 0
+    cdef char reached
     cdef const float64_t* msg_row
     cdef const float64_t* pair_row
     for y in range(H):
@@ -511,24 +515,24 @@ cdef bint _dominated(const _Example* ex, const float64_t* q, const float64_t* ro
         wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x)
         cxlo = wk.cxmin[x] if wk.cxmin[x] < cxlo else cxlo
         cxhi = wk.cx[x] if wk.cx[x] > cxhi else cxhi
-    # skip when msg[l] - wt2 pair2[l] - bound[l] > margin - c at every l
+    # row y is dead when msg[l] - wt2 pair2[l] - bound[l] > margin - c at every l in it
     margin = 1e-12 * (1.0 + gabs + pabs + fabs(q[4]) + (q[0] + q[2]) * m * m
                       + (fabs(q[1]) + fabs(q[3])) * m) - q[4]
     for y in range(H):
         ryy = wk.ry[y]
         cyy = wk.cymin[y]
         bound = ryy - cxlo if ryy - cxlo < cxhi - cyy else cxhi - cyy
-        if wk.msgmin[y] - prowmax[y] - bound > margin:
-            continue
-        msg_row = msg + y * W
-        pair_row = pair2 + y * W
-        for x in range(W):              # branch free, no dependency chain
-            bound = ryy - wk.cxmin[x]
-            bound = bound if bound < wk.cx[x] - cyy else wk.cx[x] - cyy
-            reached |= msg_row[x] - wt2 * pair_row[x] - bound <= margin
-        if reached:
-            return False
-    return True
+        reached = 0
+        if not wk.msgmin[y] - prowmax[y] - bound > margin:
+            msg_row = msg + y * W
+            pair_row = pair2 + y * W
+            for x in range(W):          # branch free, no dependency chain
+                bound = ryy - wk.cxmin[x]
+                bound = bound if bound < wk.cx[x] - cyy else wk.cx[x] - cyy
+                reached |= msg_row[x] - wt2 * pair_row[x] - bound <= margin
+        wk.live[y] = reached
+        n_live += reached
+    return n_live
 
 
 cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t c,
@@ -539,7 +543,8 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
 
     One 2-D distance transform per type pair, in decreasing order of an upper
     bound of the pair's message; pairs that cannot beat the message so far at
-    any position are skipped (``_dominated``).
+    any position are skipped, and the row pass of the transform is run only
+    on the rows where the pair may win (``_live_rows``).
     """
     cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a1 = tr.arc_up[c], a2 = a1 + 1
     cdef intp_t t1, t2, tp, j, r, k, x, y
@@ -604,8 +609,11 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
         t2 = tp % T
         pair = ex.pairwise + (a2 * T + t2) * L
         _edge_cost(tr, ex, w, a1, t1, t2, q)
-        if r > 0 and _dominated(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
-                                wk.pabs[t2], wt2, pair, wk.prowmax + t2 * H, msg, wk):
+        if r == 0:
+            for y in range(H):
+                wk.live[y] = 1
+        elif _live_rows(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
+                        wk.pabs[t2], wt2, pair, wk.prowmax + t2 * H, msg, wk) == 0:
             continue
         gt = wk.gts + t1 * L
         if not wk.ready[t1]:                    # the child's scores, transposed
@@ -614,9 +622,11 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
                 for y in range(H):
                     gt[x * H + y] = g[y * W + x] + wt1 * ex.pairwise[(a1 * T + t1) * L
                                                                       + y * W + x]
-        _dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.inv, wk.v,
-              wk.z, wk.hv)
+        _dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.live, wk.inv,
+              wk.v, wk.z, wk.hv)
         for y in range(H):
+            if not wk.live[y]:
+                continue
             mx = INFINITY
             for x in range(W):
                 k = y * W + x
@@ -649,7 +659,7 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     cdef float64_t* dwork = <float64_t*> malloc(
         (P * L + (T + 3) * L + 4 * T + T * T + 3 * T * m + 5 * m + 3 * m + 2)
         * sizeof(float64_t))
-    cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t))
+    cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t) + H)
     cdef intp_t* vwork = <intp_t*> malloc((2 * m + 1 + T + T * T) * sizeof(intp_t))
     if dwork == NULL or iwork == NULL or vwork == NULL:
         free(dwork)
@@ -679,6 +689,7 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     wk.z = wk.inv + m + 1
     wk.hv = wk.z + m + 1
     bestpair = iwork
+    wk.live = <char*> (iwork + P * L)
     wk.v = vwork
     wk.ready = vwork + 2 * m + 1
     wk.rank = wk.ready + T
