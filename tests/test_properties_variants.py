@@ -290,12 +290,59 @@ def test_shrink_duals_keeps_w_and_moves_the_gap_by_prop_1(toy, step, use_box, rh
         return primal_by_enumeration(enum.psi, enum.loss, st_.lam, st_.w) - dual
 
     w_before, g_before = state.w.copy(), gap(state)
+    assert state.exact_gaps                  # the solve ended on a gap pass
+    deltas = state.block_deltas()
     delta = state.shrink_duals(rho * toy.lam)
     np.testing.assert_array_equal(state.w, w_before)
     scale = max(1.0, abs(g_before), abs(delta))
+    assert deltas.sum() == pytest.approx(delta, abs=1e-12 * scale)
     assert gap(state) == pytest.approx(g_before + (1 - rho) * delta, abs=1e-9 * scale)
     if state.atoms is not None:
         state.check_atoms()
+    # The state's gaps stay exact, block by block: a fresh gap pass gives the same.
+    assert state.exact_gaps
+    assert state.last_exact_gap == pytest.approx(gap(state), abs=1e-9 * scale)
+    fresh = state.copy()
+    score_pass(toy.oracle, state.w, fresh)
+    np.testing.assert_allclose(state.block_gap_estimates, fresh.block_gap_estimates,
+                               rtol=0, atol=1e-9 * scale)
+
+
+@settings(max_examples=scaled_examples(10), deadline=None)
+@given(toy_problems(n_max=3), st.sampled_from(("fw", "pairwise")), st.booleans())
+def test_solve_without_the_initial_gap_pass_reuses_exact_gaps_only(toy, step, use_box):
+    """initial_gap_pass=False: no oracle call at the start after shrink_duals (the history
+    starts from the Prop. 1 gap), one full pass when the gaps are stale."""
+    box = random_box(toy.rng, toy.oracle.n_features) if use_box else None
+    state = solve(toy.oracle, toy.lam, step=step, box=box, max_passes=3, tol=0,
+                  averaging=False, random_state=0).state
+    state.shrink_duals(0.5 * toy.lam)
+    known, calls = state.last_exact_gap, state.oracle_calls
+    result = solve(toy.oracle, 0.5 * toy.lam, step=step, box=box, state=state, max_passes=2,
+                   tol=0, averaging=False, initial_gap_pass=False, random_state=0)
+    first = result.history[0]
+    assert first["oracle_calls"] == calls and first["gap"] == known
+    assert first["primal"] == pytest.approx(first["dual"] + known)
+    # A pass after the last gap check makes the gaps stale, a rescale too: the start
+    # pass is then made anyway.
+    for rescale in (False, True):
+        start = state.passes
+        stopped = solve(toy.oracle, state.lam, step=step, box=box, state=state, max_passes=5,
+                        gap_check_every=5, tol=0, averaging=False, random_state=0,
+                        callback=lambda record, k=start: record["pass"] > k)  # one pass
+        if stopped.status == "converged":                  # gap exactly 0: no pass made
+            return
+        assert stopped.status == "callback" and not state.exact_gaps
+        if rescale:
+            solve(toy.oracle, state.lam, step=step, box=box, state=state, max_passes=1,
+                  tol=0, averaging=False, random_state=0)
+            assert state.exact_gaps
+            state.rescale(0.5 * state.lam)
+            assert not state.exact_gaps
+        calls = state.oracle_calls
+        result = solve(toy.oracle, state.lam, step=step, box=box, state=state, max_passes=1,
+                       tol=0, averaging=False, initial_gap_pass=False, random_state=0)
+        assert result.history[0]["oracle_calls"] == calls + toy.oracle.n_blocks
 
 
 @settings(max_examples=scaled_examples(25), deadline=None)

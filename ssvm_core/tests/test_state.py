@@ -21,7 +21,7 @@ from ssvm_core.testing import (
 ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
           "block_gap_estimates", "avg_u")
 SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-           "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
+           "exact_gaps", "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
            "rng_state")
 
 
@@ -109,6 +109,35 @@ def test_check_compatible_rejects_other_data():
         st.check_compatible(as_oracle(multiclass(n=4)))
     with pytest.raises(ValueError, match="warm start needs the same data"):
         solve(multiclass(n=5, F=2), 0.1, state=st)
+
+
+def test_check_compatible_remembers_the_last_oracle_but_does_not_save_it(tmp_path):
+    import pickle
+
+    oracle = as_oracle(chain())
+    st = SolverState.for_oracle(oracle, 0.1)
+    assert st._compatible_oracle is oracle
+    other = as_oracle(chain(seed=1))                 # same layout, other data
+    st.check_compatible(other)
+    assert st._compatible_oracle is other
+    with pytest.raises(ValueError, match="warm start needs the same data"):
+        st.check_compatible(as_oracle(chain(n=4)))
+    assert st._compatible_oracle is other
+    assert pickle.loads(pickle.dumps(st))._compatible_oracle is None
+    st.save(tmp_path / "s.npz")
+    assert SolverState.load(tmp_path / "s.npz")._compatible_oracle is None
+
+
+def test_exact_gaps_flag_follows_the_iterate(tmp_path):
+    oracle = chain()
+    st = SolverState.for_oracle(oracle, 0.1)
+    assert not st.exact_gaps
+    solve(oracle, 0.1, state=st, max_passes=2, tol=0, random_state=0)
+    assert st.exact_gaps and st.last_exact_gap == pytest.approx(duality_gap(oracle, st))
+    st.save(tmp_path / "s.npz")
+    assert SolverState.load(tmp_path / "s.npz").exact_gaps
+    st.rescale(0.2)
+    assert not st.exact_gaps and np.isnan(st.last_exact_gap)
 
 
 # ---------------------------------------------------------------------------

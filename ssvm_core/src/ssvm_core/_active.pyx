@@ -480,6 +480,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     if not line_search and step != "fw":
         raise ValueError("the predefined step size (line_search=False) applies to FW "
                          f"steps only, not step={step!r}")
+    state.exact_gaps = False             # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps

@@ -153,6 +153,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     Updates the state in place, including the lazy average when
     ``state.avg_u`` is set.
     """
+    state.exact_gaps = False             # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
@@ -286,6 +287,7 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     and the re-evaluation only reads psi and the loss, which do not depend
     on w.
     """
+    state.exact_gaps = False             # the iterate moves
     cdef StateView view = StateView(state)
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features
     cdef float64_t[::1] v = state.v

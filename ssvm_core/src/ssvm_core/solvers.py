@@ -59,7 +59,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
-          state: SolverState | None = None, random_state=None,
+          state: SolverState | None = None, initial_gap_pass: bool = True,
+          random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
@@ -137,6 +138,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     state : SolverState, optional
         Warm start / resume.  It is updated in place; a different ``lam``
         rescales it keeping alpha (``SolverState.rescale``).
+    initial_gap_pass : bool
+        False skips the gap pass at the start when ``state.exact_gaps`` holds
+        the exact gaps of its iterate (e.g. right after a solve ending on a gap
+        check, or after ``SolverState.shrink_duals``, 001 Prop. 1) and no
+        averaged iterate needs its own check.  The state must then come from
+        this same oracle; otherwise the pass is made as usual.
     random_state : None, int or numpy Generator
         Seeds the block sampling; a resumed state continues its own stream.
     callback : callable, optional
@@ -183,7 +190,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     replaced_before = state.replaced_answers
 
     with stop_on_sigint() as stop:
-        run.gap_check()
+        if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
+            run.gap_check()
+        else:
+            run.known_gap()
         status = "converged" if run.gap <= tol else None
         if run.record() and status is None:
             status = "callback"
@@ -254,12 +264,23 @@ class _Run:
         self.gap_is_current = False
 
     def gap_check(self) -> None:
+        """Exact gap pass: the primal at w (and the block gaps) by one oracle call per block."""
         st, n = self.state, self.oracle.n_blocks
         sum_h = self.timed(score_pass, self.oracle, st.w, st, self.n_jobs)
         self._add_calls(n)
         primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
-        gap = primal - dual_objective(st)
-        st.last_exact_gap = gap
+        st.last_exact_gap, st.exact_gaps = primal - dual_objective(st), True
+        self._record_gap(primal)
+
+    def known_gap(self) -> None:
+        """The start-of-solve gap check from the state's exact gaps, without oracle calls."""
+        st = self.state
+        self._record_gap(dual_objective(st) + st.last_exact_gap)
+
+    def _record_gap(self, primal: float) -> None:
+        """Set the run's gap from ``state.last_exact_gap`` (and check the average)."""
+        st, n = self.state, self.oracle.n_blocks
+        gap = st.last_exact_gap
         self._pending = {"primal": primal, "gap": gap}
         if self.averaging:
             if st.n_steps == 0:

@@ -18,7 +18,7 @@ _FORMAT_VERSION = 2
 _ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_support",
            "block_ell", "block_gap_estimates", "block_oracle_gaps", "avg_u")
 _SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-            "last_exact_gap")
+            "last_exact_gap", "exact_gaps")
 _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
              "fw_steps", "away_steps", "pairwise_steps", "corrective_steps", "drop_steps",
              "cache_hits_local",
@@ -75,6 +75,10 @@ class SolverState:
         Gap of each block at its last oracle call (the caching rule's g_i).
     last_exact_gap : float
         Global gap of the iterate at the last gap pass (NaN before one).
+    exact_gaps : bool
+        Whether ``last_exact_gap`` and ``block_gap_estimates`` are the exact
+        gaps of the current iterate: set by a gap pass, kept by
+        ``shrink_duals`` (001 Prop. 1), cleared by any step.
     n_steps : int
         Frank-Wolfe steps taken (iterate index k).
     avg_u, ell_avg : ndarray, float
@@ -111,6 +115,8 @@ class SolverState:
         self.block_gap_estimates = np.full(n_blocks, np.nan)
         self.block_oracle_gaps = np.full(n_blocks, np.nan)
         self.last_exact_gap = float("nan")
+        self.exact_gaps = False
+        self._compatible_oracle = None      # the last oracle check_compatible accepted
         self.v = np.zeros(n_features)
         if box is None:
             self.lower = self.upper = np.zeros(0)
@@ -142,8 +148,10 @@ class SolverState:
         """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``
         (a ``MaxOracle`` or any Python oracle, see ``as_oracle``)."""
         oracle = as_oracle(oracle)
-        return cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
-                   box, active_sets, cache_size, psi_float32)
+        state = cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
+                    box, active_sets, cache_size, psi_float32)
+        state._compatible_oracle = oracle
+        return state
 
     @property
     def dense_blocks(self) -> bool:
@@ -231,6 +239,8 @@ class SolverState:
         rho = lam / self.lam
         if rho > 1.0:
             raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
+        exact, gaps = self.exact_gaps, self.block_gap_estimates.copy()
+        block_delta = self.block_deltas() if exact else None
         # sum_i <w, v_i> = <w, v>: O(n + d)
         delta = float(np.sum(self.block_ell)) - self.lam * float(self.w @ self.v)
         self.block_ell *= rho
@@ -238,7 +248,27 @@ class SolverState:
         if self.atoms is not None:
             self.atoms.shrink(rho)
         self._move_to(lam)
+        if exact:          # Prop. 1 block by block: g_i grows by (1 - rho) delta_i
+            self.block_gap_estimates[:] = gaps + (1.0 - rho) * block_delta
+            self.last_exact_gap = float(np.sum(self.block_gap_estimates))
+            self.exact_gaps = True
         return delta
+
+    def block_deltas(self) -> np.ndarray:
+        """delta_i = ell_i - lam <w, v_i> of every block, shape (n_blocks,).
+
+        delta_i is (1/n) sum_y alpha_i(y) H_i(y; w); the deltas sum to Delta of
+        001 eq. 13, and a rescaling by rho grows block i's gap by
+        (1 - rho) delta_i (001 Alg. 7).
+        """
+        n = self.n_blocks
+        if self.dense_blocks:
+            inner = self.block_values.reshape(n, self.n_features) @ self.w
+        else:
+            owner = np.repeat(np.arange(n), np.diff(self.block_ptr))
+            inner = np.bincount(owner, weights=self.block_values * self.w[self.block_support],
+                                minlength=n)
+        return self.block_ell - self.lam * inner
 
     def _move_to(self, lam: float) -> None:
         """Set lambda after a rescaling: the gaps known so far are stale and the
@@ -247,6 +277,7 @@ class SolverState:
         self.block_gap_estimates[:] = np.nan
         self.block_oracle_gaps[:] = np.nan
         self.last_exact_gap = float("nan")
+        self.exact_gaps = False
         self.reset_averaging()
 
     def move_to_vertices(self, oracle, labellings) -> None:
@@ -258,6 +289,7 @@ class SolverState:
         oracle = as_oracle(oracle)
         self.check_compatible(oracle)
         _active.move_to_vertices(oracle, self, labellings)
+        self.exact_gaps = False
 
     def check_atoms(self, atol: float = 1e-9) -> None:
         """Check the active-set invariants; raise ``AssertionError`` naming a violation.
@@ -287,8 +319,14 @@ class SolverState:
                 raise AssertionError(f"block {i}: ell_i differs from sum alpha L / n")
 
     def check_compatible(self, oracle: MaxOracle) -> None:
-        """Raise ``ValueError`` if this state cannot continue on ``oracle``."""
+        """Raise ``ValueError`` if this state cannot continue on ``oracle``.
+
+        The last oracle accepted is remembered (not saved or pickled), so
+        repeated warm starts on it (a path, a grid) skip the layout check.
+        """
         oracle = as_oracle(oracle)
+        if oracle is self._compatible_oracle:
+            return
         if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
             raise ValueError(
                 f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
@@ -297,6 +335,13 @@ class SolverState:
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
+        self._compatible_oracle = oracle
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _compatible_oracle=None)
 
     def copy(self) -> SolverState:
         new = SolverState.__new__(SolverState)
@@ -335,6 +380,8 @@ class SolverState:
         if meta.get("format_version") != _FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported state format {meta.get('format_version')}")
         state = cls.__new__(cls)
+        state._compatible_oracle = None
+        meta.setdefault("exact_gaps", False)     # written before the flag existed
         for name in _SCALARS + _COUNTERS:
             setattr(state, name, meta[name])
         state.last_exact_gap = float(state.last_exact_gap)

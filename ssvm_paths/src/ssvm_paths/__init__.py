@@ -3,7 +3,7 @@
 from importlib.metadata import version as _version
 
 from ssvm_paths.grid import DEFAULT_GRID, WARM_STARTS, GridSearchResult, grid_search
-from ssvm_paths.path import block_deltas, regularization_path
+from ssvm_paths.path import regularization_path
 from ssvm_paths.plotting import plot_costs
 from ssvm_paths.result import RegularizationPath
 
@@ -15,7 +15,6 @@ __all__ = [
     "GridSearchResult",
     "RegularizationPath",
     "__version__",
-    "block_deltas",
     "grid_search",
     "plot_costs",
     "regularization_path",

@@ -123,9 +123,9 @@ def grid_search(model_or_oracle, X=None, Y=None, lams: Sequence[float] | None = 
         if warm_start == "cold":
             state = None
         elif warm_start == "keep-primal" and state is not None:
-            state.shrink_duals(lam)
+            state.shrink_duals(lam)          # exact gaps carried over: no start pass
         result = solve(problem.oracle, lam, state=state, tol=tol, averaging=False,
-                       box=problem.box, **options)
+                       box=problem.box, initial_gap_pass=False, **options)
         state = result.state
         weights.append(result.w)
         gaps.append(result.gap)

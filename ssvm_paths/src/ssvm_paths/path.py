@@ -8,32 +8,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ssvm_core import SolverState, duality_gap, solve
+from ssvm_core import duality_gap, solve
 from ssvm_paths._common import check_eps_kappa, resolve_problem, solver_options
 from ssvm_paths._init import check_ground_truth, initial_point
 from ssvm_paths.result import RegularizationPath
-
-# Relative tolerance of the Prop. 1 consistency check (rounding of P - D).
-_PROP1_RTOL = 1e-6
-
-
-def block_deltas(state: SolverState) -> np.ndarray:
-    """delta_i = ell_i - lam <w, v_i> of every block (001 Alg. 7 line 5).
-
-    With v_i = A alpha_[i] and ell_i = b^T alpha_[i], delta_i is
-    (1/n) sum_y alpha_i(y) H_i(y; w); their sum is Delta of 001 eq. 13 (the value
-    ``SolverState.shrink_duals`` returns, which the path computes as
-    ell - lam <w, v>).  Per block, the gap of block i after a rescaling by rho
-    grows by (1 - rho) delta_i (001 Alg. 7 line 16).
-    """
-    n = state.n_blocks
-    if state.dense_blocks:
-        inner = state.block_values.reshape(n, -1) @ state.w
-    else:
-        owner = np.repeat(np.arange(n), np.diff(state.block_ptr))
-        inner = np.bincount(owner, weights=state.block_values * state.w[state.block_support],
-                            minlength=n)
-    return state.block_ell - state.lam * inner
 
 
 def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
@@ -185,17 +163,12 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
             lam_end = lam_next
             status = "lam_min" if lam_next <= lam_min else "max_breakpoints"
             break
-        shrunk = state.shrink_duals(lam_next)
-        _check_close(shrunk, delta, delta, "shrink_duals' Delta differs from sum_i delta_i")
-        predicted = None if exact_gap is None else exact_gap + (1.0 - rho) * delta
+        # Prop. 1 gives the exact gaps at lam_next when they were exact at lam: the
+        # solve then starts without a gap pass.
+        state.shrink_duals(lam_next)
         result = solve(oracle, lam_next, state=state, averaging=False, box=problem.box,
-                       tol=0.0 if heuristic else tol,
+                       tol=0.0 if heuristic else tol, initial_gap_pass=False,
                        callback=stop_on_estimates if heuristic else None, **options)
-        start_gap = result.history[0]["gap"]
-        if predicted is not None:
-            _check_close(start_gap, predicted, result.history[0]["primal"],
-                         "the gap after the dual rescaling is not g + (1 - rho) Delta "
-                         "(001 Prop. 1): an inexact (non-deterministic) oracle?")
         if result.status not in ("converged", "callback"):
             lam_end, status = lam_next, result.status
             break
@@ -210,9 +183,3 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
         times=np.array([r["time"] for r in rows]), lam_end=lam_end, eps=eps, kappa=kappa,
         heuristic=heuristic, status=status, theta_exact=init.theta_exact,
         model=problem.model)
-
-
-def _check_close(value: float, expected: float, scale: float, message: str) -> None:
-    tol = _PROP1_RTOL * max(1.0, abs(scale), abs(expected))
-    if not abs(value - expected) <= tol:
-        raise RuntimeError(f"{message} ({value!r} vs {expected!r})")
