@@ -6,6 +6,7 @@ scipy.sparse.csgraph.maximum_flow (an independent implementation) on larger ones
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import pickle
 
@@ -19,7 +20,10 @@ from scipy.sparse.csgraph import maximum_flow
 from ssvm_core import BruteForceOracle, MaxOracle, as_oracle
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_oracles import GraphCutModel, GraphCutOracle, NonSubmodularError
-from ssvm_oracles.graphcut import balanced_weights, min_cut
+from ssvm_oracles.graphcut import balanced_weights, min_cut, pymaxflow_min_cut
+
+needs_pymaxflow = pytest.mark.skipif(importlib.util.find_spec("maxflow") is None,
+                                     reason="PyMaxflow (extra ssvm-oracles[graphcut])")
 
 
 def random_graph(rng, n_nodes: int, n_unary: int, n_pairwise: int, density: float,
@@ -304,10 +308,12 @@ def cut_energy(labels, unary_cost, edges, capacity):
     return float(unary_cost @ labels + capacity @ cut)
 
 
+@pytest.mark.parametrize("cut", [min_cut, pytest.param(pymaxflow_min_cut, marks=needs_pymaxflow)],
+                         ids=["bk", "pymaxflow"])
 @settings(max_examples=scaled_examples(60))
 @given(st.integers(1, 9), st.sampled_from([0.0, 0.4, 1.0]), st.booleans(),
        st.integers(0, 2 ** 32 - 1))
-def test_min_cut_equals_brute_force(n_nodes, density, duplicate_edges, seed):
+def test_min_cut_equals_brute_force(cut, n_nodes, density, duplicate_edges, seed):
     """Any real unary costs, capacities >= 0 (some 0), repeated edges in both orders."""
     rng = np.random.default_rng(seed)
     _, edges, _ = random_graph(rng, n_nodes, 1, 1, density)
@@ -316,7 +322,7 @@ def test_min_cut_equals_brute_force(n_nodes, density, duplicate_edges, seed):
     unary_cost = rng.normal(scale=3.0, size=n_nodes) * (rng.random(n_nodes) < 0.8)
     capacity = rng.exponential(2.0, len(edges)) * (rng.random(len(edges)) < 0.8)
     head, tail = edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32)
-    labels = min_cut(unary_cost, capacity, head, tail)
+    labels = cut(unary_cost, capacity, head, tail)
     assert labels.dtype == np.int32 and set(labels.tolist()) <= {0, 1}
     best = min(cut_energy(np.array(y), unary_cost, edges, capacity)
                for y in itertools.product((0, 1), repeat=n_nodes))
@@ -470,30 +476,9 @@ def test_bad_options_and_float32_overflow_are_rejected():
 
 # --- the PyMaxflow backend --------------------------------------------------------------------
 
-maxflow = pytest.importorskip("maxflow", reason="PyMaxflow (extra ssvm-oracles[graphcut])")
-
-
-@settings(max_examples=scaled_examples(40))
-@given(st.integers(1, 9), st.sampled_from([0.0, 0.4, 1.0]), st.integers(0, 2 ** 32 - 1))
-def test_pymaxflow_min_cut_equals_brute_force_and_ours(n_nodes, density, seed):
-    from ssvm_oracles.graphcut import pymaxflow_min_cut
-
-    rng = np.random.default_rng(seed)
-    _, edges, _ = random_graph(rng, n_nodes, 1, 1, density)
-    unary_cost = rng.normal(scale=3.0, size=n_nodes) * (rng.random(n_nodes) < 0.8)
-    capacity = rng.exponential(2.0, len(edges)) * (rng.random(len(edges)) < 0.8)
-    head, tail = edges[:, 0].astype(np.int32), edges[:, 1].astype(np.int32)
-    labels = pymaxflow_min_cut(unary_cost, capacity, head, tail)
-    assert labels.dtype == np.int32 and set(labels.tolist()) <= {0, 1}
-    best = min(cut_energy(np.array(y), unary_cost, edges, capacity)
-               for y in itertools.product((0, 1), repeat=n_nodes))
-    assert cut_energy(labels, unary_cost, edges, capacity) == pytest.approx(best, abs=1e-9)
-    assert cut_energy(min_cut(unary_cost, capacity, head, tail), unary_cost, edges,
-                      capacity) == pytest.approx(best, abs=1e-9)
-
-
 @settings(max_examples=scaled_examples(25))
 @given(graph_data())
+@needs_pymaxflow
 def test_pymaxflow_oracle_equals_brute_force(data):
     from ssvm_oracles.graphcut import PyMaxflowOracle
 
@@ -514,6 +499,7 @@ def test_pymaxflow_oracle_equals_brute_force(data):
                 w @ model.joint_feature(x, ours), abs=1e-9 * max(1.0, np.abs(w).max()))
 
 
+@needs_pymaxflow
 def test_both_backends_train_to_the_same_certified_gap():
     from ssvm_core import solve
 
