@@ -292,6 +292,36 @@ def test_tree_maxsum_equals_dynamic_programming_on_larger_grids(seed):
                 best, abs=tol)
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e4])
+def test_tree_maxsum_with_tied_types_and_extreme_scales(scale):
+    """Duplicated types (exact ties between type pairs, which the pair-skipping bounds must
+    never drop wrongly) and weights from tiny to huge: the max equals the brute-force DP."""
+    rng = np.random.default_rng(11)
+    T, (H, W) = 3, (9, 8)
+    model = PoseModel([-1, 0, 1, 0], (0, 2), n_types=T)
+    X = [random_input(rng, 4, T, H, W) for _ in range(2)]
+    for unary, pairwise, offsets in X:             # type 2 repeats type 0 on every arc
+        pairwise[:, 2] = pairwise[:, 0]
+        offsets[:] = rng.integers(-2, 3, size=offsets.shape)
+        offsets[:, 2] = offsets[:, 0]
+    Y = [random_truth(rng, 4, 6, T, H, W, (0, 2)) for _ in X]
+    oracle = model.bind(X, Y)
+    for w in feasible_weights(rng, model)[1:]:
+        w = w * scale
+        w_def = w[4 + 6:].reshape(6, T, 4)
+        w_def[:, 2] = w_def[:, 0]
+        for i, (x, y) in enumerate(zip(X, Y)):
+            labels, _, _, score = oracle.solve_py(i, w)
+            best = reference_maxsum(model, x, y, w)
+            got = (reference_loss(4, y, labels[None], model.scale_parts, model.loss_kind)[0]
+                   + (reference_phi(model.parents, x, labels[None])[0]
+                      - reference_phi(model.parents, x, y[None])[0]) @ w)
+            tol = 1e-9 * max(1.0, abs(best))
+            assert score == pytest.approx(got, abs=tol)
+            assert got + reference_phi(model.parents, x, y[None])[0] @ w == pytest.approx(
+                best, abs=tol)
+
+
 @settings(max_examples=scaled_examples(30))
 @given(tiny_poses())
 def test_ground_truth_psi_zero_and_losses_in_unit_interval(case):
