@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from strategies import load_bench_script
 
@@ -33,7 +34,7 @@ def bench(monkeypatch):
     import ssvm_bench.solvers
 
     for cached in (ssvm_bench.common._load_words, ssvm_bench.common._bound_oracle,
-                   ssvm_bench.solvers._pass_inputs):
+                   ssvm_bench.common.graphcut_problem, ssvm_bench.solvers._pass_inputs):
         cached.cache_clear()
     # ``params`` is evaluated at import, from the environment of that moment.
     ssvm_bench.solvers._variant_state.cache_clear()
@@ -41,6 +42,8 @@ def bench(monkeypatch):
                   ssvm_bench.solvers.VariantsSuite):
         params = [["ocr-like-fast"], *suite.params[1:]]
         monkeypatch.setattr(suite, "params", params)
+    monkeypatch.setattr(ssvm_bench.oracles.GraphCutSuite, "params",
+                        [["horseseg-like-fast"], *ssvm_bench.oracles.GraphCutSuite.params[1:]])
     return ssvm_bench
 
 
@@ -79,6 +82,22 @@ def test_viterbi_suite(bench):
         assert suite.number == 1
         suite.time_oracle_call(weights, *params)
     assert weights["ocr-like-fast"].any()  # trained weights are not the zero vector
+
+
+def test_graphcut_suite(bench):
+    suite_cls = bench.oracles.GraphCutSuite
+    assert _methods(suite_cls) == ["time_oracle_call"]
+    suite = suite_cls()
+    weights = suite.setup_cache()
+    assert set(weights) == {"horseseg-like-fast"}
+    w = weights["horseseg-like-fast"]
+    assert np.all(w[1969:] >= 0) and w.any()       # inside the box, trained
+    for params in itertools.product(*suite_cls.params):
+        suite.setup(weights, *params)
+        assert suite.timer.calls == bench.common.FAST_IMAGES
+        suite.time_oracle_call(weights, *params)
+    with pytest.raises(ValueError, match="unknown graph-cut dataset"):
+        bench.common.graphcut_problem("ocr-like", "float64")
 
 
 def test_bcfw_suite(bench):

@@ -133,6 +133,30 @@ def _bound_oracle(dataset: str, home: str | None):
     return ChainModel(n_states=N_STATES).bind(X, Y)
 
 
+#: Images of the graph-cut suite (HorseSeg-like: 147 superpixels, d = 1,969 + 100).
+HORSESEG_IMAGES = 50
+FAST_IMAGES = 4
+
+
+def horseseg_dataset() -> str:
+    """The graph-cut dataset parameter: ``"horseseg-like"``, ``-fast`` in the fast profile."""
+    return "horseseg-like" + (FAST_SUFFIX if profile() == "fast" else "")
+
+
+@functools.lru_cache(maxsize=4)
+def graphcut_problem(dataset: str, feature_dtype: str):
+    """``(model, oracle)`` of ``GraphCutModel(feature_dtype=...)`` on HorseSeg-like images."""
+    from ssvm_data import horseseg_like
+    from ssvm_oracles import GraphCutModel
+
+    if dataset not in ("horseseg-like", "horseseg-like" + FAST_SUFFIX):
+        raise ValueError(f"unknown graph-cut dataset {dataset!r}")
+    n = FAST_IMAGES if dataset.endswith(FAST_SUFFIX) else HORSESEG_IMAGES
+    X, Y = horseseg_like(n, random_state=DATA_SEED)
+    model = GraphCutModel(feature_dtype=feature_dtype)
+    return model, model.bind(X, Y)
+
+
 def block_order(n_blocks: int, seed: int = ORDER_SEED) -> np.ndarray:
     """One pass of uniform block sampling, drawn as ``ssvm_core.solve`` draws it."""
     rng = np.random.default_rng(seed)

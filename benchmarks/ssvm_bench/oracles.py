@@ -1,4 +1,5 @@
-"""Max-oracle microbenchmarks: one loss-augmented Viterbi call on OCR words."""
+"""Max-oracle microbenchmarks: loss-augmented Viterbi on OCR words, min-cut on HorseSeg-like
+images."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from .common import (
     SSVMBenchmark,
     bound_oracle,
     default_dataset,
+    graphcut_problem,
+    horseseg_dataset,
 )
 
 
@@ -64,4 +67,42 @@ class ViterbiSuite(OracleMixin, SSVMBenchmark):
         self.timer = PerCallTimer(self.n_blocks)
 
     def time_oracle_call(self, weights, dataset, w):
+        score_pass(self.oracle, self.w)
+
+
+class GraphCutSuite(SSVMBenchmark):
+    """Seconds per ``GraphCutOracle`` call at HorseSeg's size (001 Table 1: 1e-3 s).
+
+    50 ``horseseg_like`` images (147 superpixels, 1,969 unary and 100
+    pairwise features), the features stored as float64 or float32
+    (``GraphCutModel(feature_dtype=...)``), at w = 0 or after
+    ``trained_passes`` box-constrained BCFW passes (nonzero pairwise weights:
+    a non-trivial cut).  Timed like ``ViterbiSuite``: one ``score_pass``,
+    divided by the number of calls.
+    """
+
+    params: ClassVar[list] = [[horseseg_dataset()], ["float64", "float32"],
+                              ["zero", "trained"]]
+    param_names: ClassVar[list] = ["dataset", "feature_dtype", "w"]
+    trained_passes = 5
+    number = 1  # required by PerCallTimer
+    repeat = (3, 20, 20.0)
+
+    def setup_cache(self):
+        """Box-constrained BCFW weights per dataset (float64 features)."""
+        weights = {}
+        for dataset in self.params[0]:
+            model, oracle = graphcut_problem(dataset, "float64")
+            result = solve(oracle, self.lam, box=model.weight_bounds(),
+                           max_passes=self.trained_passes, gap_check_every=self.trained_passes,
+                           averaging=False, random_state=ORDER_SEED, tol=0)
+            weights[dataset] = result.state.w.copy()
+        return weights
+
+    def setup(self, weights, dataset, feature_dtype, w):
+        _, self.oracle = graphcut_problem(dataset, feature_dtype)
+        self.w = np.zeros(self.oracle.n_features) if w == "zero" else weights[dataset]
+        self.timer = PerCallTimer(self.oracle.n_blocks)
+
+    def time_oracle_call(self, weights, dataset, feature_dtype, w):
         score_pass(self.oracle, self.w)
