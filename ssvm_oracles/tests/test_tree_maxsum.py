@@ -266,6 +266,22 @@ def reference_maxsum(model, x, truth, w):
     return belief[order[0]].max()
 
 
+def check_against_dp(model, X, Y, weights):
+    """solve: H of its labelling (from the reference phi and loss) is the DP maximum."""
+    oracle = model.bind(X, Y)
+    for w in weights:
+        for i, (x, y) in enumerate(zip(X, Y)):
+            labels, _, loss, score = oracle.solve_py(i, w)
+            best = reference_maxsum(model, x, y, w)
+            ref_loss = reference_loss(model.n_parts, y, labels[None], model.scale_parts,
+                                      model.loss_kind)[0]
+            phi = reference_phi(model.parents, x, np.stack([labels, y]))
+            tol = 1e-9 * max(1.0, abs(best))
+            assert loss == pytest.approx(ref_loss, abs=1e-12)
+            assert score == pytest.approx(ref_loss + (phi[0] - phi[1]) @ w, abs=tol)
+            assert ref_loss + phi[0] @ w == pytest.approx(best, abs=tol)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_maxsum_equals_dynamic_programming_on_larger_grids(seed):
     """Grids too large to enumerate: the max equals a brute-force DP, the labelling reaches it."""
@@ -278,18 +294,7 @@ def test_tree_maxsum_equals_dynamic_programming_on_larger_grids(seed):
     for x in X:                                    # mean displacements of a few cells
         x[2][:] = rng.integers(-3, 4, size=x[2].shape)
     Y = [random_truth(rng, 5, 8, T, H, W, (0, 2)) for _ in X]
-    oracle = model.bind(X, Y)
-    for w in feasible_weights(rng, model):
-        for i, (x, y) in enumerate(zip(X, Y)):
-            labels, _, loss, score = oracle.solve_py(i, w)
-            best = reference_maxsum(model, x, y, w)
-            got = (reference_loss(5, y, labels[None], model.scale_parts, model.loss_kind)[0]
-                   + reference_phi(model.parents, x, labels[None])[0] @ w
-                   - reference_phi(model.parents, x, y[None])[0] @ w)
-            tol = 1e-9 * max(1.0, abs(best))
-            assert score == pytest.approx(got, abs=tol)
-            assert got + reference_phi(model.parents, x, y[None])[0] @ w == pytest.approx(
-                best, abs=tol)
+    check_against_dp(model, X, Y, feasible_weights(rng, model))
 
 
 @pytest.mark.parametrize("scale", [1e-3, 1.0, 1e4])
@@ -300,26 +305,15 @@ def test_tree_maxsum_with_tied_types_and_extreme_scales(scale):
     T, (H, W) = 3, (9, 8)
     model = PoseModel([-1, 0, 1, 0], (0, 2), n_types=T)
     X = [random_input(rng, 4, T, H, W) for _ in range(2)]
-    for unary, pairwise, offsets in X:             # type 2 repeats type 0 on every arc
+    for _, pairwise, offsets in X:                 # type 2 repeats type 0 on every arc
         pairwise[:, 2] = pairwise[:, 0]
         offsets[:] = rng.integers(-2, 3, size=offsets.shape)
         offsets[:, 2] = offsets[:, 0]
     Y = [random_truth(rng, 4, 6, T, H, W, (0, 2)) for _ in X]
-    oracle = model.bind(X, Y)
-    for w in feasible_weights(rng, model)[1:]:
-        w = w * scale
-        w_def = w[4 + 6:].reshape(6, T, 4)
-        w_def[:, 2] = w_def[:, 0]
-        for i, (x, y) in enumerate(zip(X, Y)):
-            labels, _, _, score = oracle.solve_py(i, w)
-            best = reference_maxsum(model, x, y, w)
-            got = (reference_loss(4, y, labels[None], model.scale_parts, model.loss_kind)[0]
-                   + (reference_phi(model.parents, x, labels[None])[0]
-                      - reference_phi(model.parents, x, y[None])[0]) @ w)
-            tol = 1e-9 * max(1.0, abs(best))
-            assert score == pytest.approx(got, abs=tol)
-            assert got + reference_phi(model.parents, x, y[None])[0] @ w == pytest.approx(
-                best, abs=tol)
+    weights = [w * scale for w in feasible_weights(rng, model)[1:]]
+    for w in weights:
+        w[4 + 6:].reshape(6, T, 4)[:, 2] = w[4 + 6:].reshape(6, T, 4)[:, 0]
+    check_against_dp(model, X, Y, weights)
 
 
 @settings(max_examples=scaled_examples(30))
