@@ -8,6 +8,7 @@ configuration puts ``tests/`` on ``pythonpath``.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,7 +100,10 @@ def binary_problems(draw):
 
 def load_bench_script(name: str):
     """``benchmarks/scripts/<name>.py`` as a module (the scripts are no package)."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts" / f"{name}.py"
+    scripts = Path(__file__).resolve().parents[1] / "benchmarks" / "scripts"
+    if str(scripts) not in sys.path:        # their sibling imports (_report, bench_ocr)
+        sys.path.insert(0, str(scripts))
+    path = scripts / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"{name}_smoke", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

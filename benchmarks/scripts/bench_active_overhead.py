@@ -23,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+from _report import print_header
 
 from ssvm_core import SolverState, _active, _fw, dual_objective
 from ssvm_core.parallel import score_pass
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         X, Y, _, _ = load_ocr(split=args.split)
     oracle = ChainModel(n_states=26).bind(X, Y)
     n = oracle.n_blocks
-    print(f"$ bench_active_overhead.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print_header("bench_active_overhead.py", argv)
     times = {v: [] for v in args.variants}
     states = {}
     for rep in range(args.repeat):

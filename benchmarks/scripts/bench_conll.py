@@ -22,14 +22,14 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import statistics
 import time
 
 import numpy as np
-from bench_ocr import machine_info, oracle_seconds, run_passes
+from _report import print_header, write_json
+from bench_ocr import oracle_seconds, run_passes
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -77,8 +77,7 @@ def main(argv=None) -> dict:
     from ssvm_data.conll import CHUNK_TAGS
     from ssvm_oracles import ChainModel
 
-    machine = machine_info()
-    print(f"machine: nproc={machine['nproc']}, CPU: {machine['cpu_model']}")
+    _, machine = print_header("bench_conll.py", argv)
     start = time.perf_counter()
     X, Y, source = load_data(args)
     load_s = time.perf_counter() - start
@@ -119,11 +118,7 @@ def main(argv=None) -> dict:
         "pass_s": times, "oracle_call_s": {"w_zero": zero_s, "w_trained": trained_s},
         "gap": gap, "peak_rss_mb": rss, "machine": machine,
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.json}")
+    write_json(args.json, report)
     return report
 
 

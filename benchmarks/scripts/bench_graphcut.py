@@ -31,13 +31,10 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import sys
 import time
 
 import numpy as np
+from _report import print_header, write_json
 
 from ssvm_core import as_oracle, solve
 from ssvm_core.parallel import score_pass
@@ -84,9 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", default=None, help="also write the report here")
     args = parser.parse_args(argv)
 
-    print(f"$ {' '.join(['bench_graphcut.py'] + (argv if argv is not None else sys.argv[1:]))}")
-    print(f"CPU: {platform.processor() or platform.machine()}, nproc={os.cpu_count()}, "
-          f"Python {platform.python_version()}, numpy {np.__version__}")
+    print_header("bench_graphcut.py", argv)
     X, Y = horseseg_like(args.images, n_nodes=args.nodes, n_unary=args.unary,
                          n_pairwise=args.pairwise, random_state=0)
     models = {dtype: GraphCutModel(feature_dtype=dtype) for dtype in DTYPES}
@@ -137,9 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"3. PyMaxflow backend at the trained w: {_speedup(best['pymaxflow'])}, "
               f"{best['pymaxflow'] / best['bk']:.1f}x the time of the built-in backend "
               f"({_speedup(best['bk'])})")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    write_json(args.json, report)
     return report
 
 

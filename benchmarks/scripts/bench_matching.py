@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 
 import numpy as np
+from _report import print_header, write_json
 from scipy.optimize import linear_sum_assignment
 
 from ssvm_core import as_oracle, solve
@@ -83,6 +83,7 @@ def main(argv=None) -> dict:
                         help="candidate-edge band of the generator (1: every pair)")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args(argv)
+    _, machine = print_header("bench_matching.py", argv)
 
     X, Y = matching(args.pairs, band=args.band, random_state=args.seed)
     model = MatchingModel()
@@ -94,7 +95,7 @@ def main(argv=None) -> dict:
         "pairs": oracle.n_blocks, "n_features": oracle.n_features,
         "mean_words": float(np.mean([x[0] for x in X])),
         "mean_candidate_edges": float(np.mean([len(x[2]) for x in X])),
-        "python": platform.python_version(), "machine": platform.machine(), "us_per_call": {},
+        "machine": machine, "us_per_call": {},
     }
     for name, w in (("zero", np.zeros(oracle.n_features)), ("trained", trained)):
         exact = score_pass(oracle, w)
@@ -106,10 +107,8 @@ def main(argv=None) -> dict:
             "cython_2_threads": _us_per_call(oracle, w, args.repeat, n_jobs=2),
             "scipy_python_oracle": _us_per_call(python, w, args.repeat),
         }
-    print(json.dumps(results, indent=1))
-    if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(results, fh, indent=1)
+    print(json.dumps(results["us_per_call"], indent=1))
+    write_json(args.out, results)
     return results
 
 

@@ -24,16 +24,12 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import shlex
 import statistics
-import sys
 import time
-from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
+from _report import print_header, write_json
 
 GAP_PASSES = (1, 5, 10)
 N_STATES = 26
@@ -64,31 +60,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     if not args.lam > 0:
         parser.error("--lam must be positive")
     return args
-
-
-def machine_info() -> dict:
-    cpu_model = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu_model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        nproc = len(os.sched_getaffinity(0))  # what `nproc` prints
-    except AttributeError:
-        nproc = os.cpu_count()
-    versions = {}
-    for dist in ("ssvm-core", "ssvm-oracles", "ssvm-data", "numpy"):
-        try:
-            versions[dist] = version(dist)
-        except PackageNotFoundError:
-            versions[dist] = None
-    return {"nproc": nproc, "cpu_count": os.cpu_count(), "cpu_model": cpu_model,
-            "python": platform.python_version(), "platform": platform.platform(),
-            "versions": versions}
 
 
 def load_data(args) -> tuple[list, list, str]:
@@ -156,14 +127,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     from ssvm_oracles import ChainModel
 
-    argv_shown = sys.argv[1:] if argv is None else list(argv)
-    command = " ".join(shlex.quote(a) for a in ["bench_ocr.py", *argv_shown])
-    machine = machine_info()
-    print(f"$ {command}")
-    print(f"machine: nproc={machine['nproc']} (cpu_count={machine['cpu_count']}), "
-          f"CPU: {machine['cpu_model']}")
-    print(f"python {machine['python']}, " + ", ".join(
-        f"{k} {v}" for k, v in machine["versions"].items()))
+    command, machine = print_header("bench_ocr.py", argv)
 
     start = time.perf_counter()
     X, Y, source = load_data(args)
@@ -247,11 +211,7 @@ def main(argv=None) -> dict:
             "status": check["status"], "time_s": check["time"],
             "max_abs_gap_difference": check["max_abs_gap_difference"]},
     }
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-            f.write("\n")
-        print(f"wrote {args.json}")
+    write_json(args.json, report)
     return report
 
 

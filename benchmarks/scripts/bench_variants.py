@@ -31,6 +31,7 @@ import statistics
 import sys
 
 import numpy as np
+from _report import print_header
 
 import ssvm_data
 from ssvm.cli import _model_for
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     box = model.weight_bounds() if hasattr(model, "weight_bounds") else None
     title = (f"{args.dataset} (n={oracle.n_blocks}, d={oracle.n_features}), lam={args.lam}, "
              f"{args.seeds} seeds")
-    print(f"$ bench_variants.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print_header("bench_variants.py", argv)
     print(title + f", gap checks every {args.gap_check_every} passes, plain iterate")
 
     rows = []
