@@ -23,7 +23,7 @@ from ssvm_core.validation import check_weights
 from ssvm_oracles._graphcut import GraphCutOracle, min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
-           "balanced_weights"]
+           "balanced_weights", "min_cut", "pymaxflow_min_cut"]
 
 BACKENDS = ("bk", "pymaxflow")
 FEATURE_DTYPES = ("auto", "float64", "float32")
@@ -262,7 +262,7 @@ class GraphCutModel(StructuredModel):
     feature_dtype : {"auto", "float64", "float32"}
         How the bound oracle stores the feature values (every product and sum
         is in float64 either way).  float32 halves the memory a call streams
-        (at HorseSeg's size about 1.3x faster per call).  ``"auto"`` uses it
+        (at HorseSeg's size about 1.2x faster per call).  ``"auto"`` uses it
         when every value is exactly a float32; ``"float32"`` first rounds the
         features to float32 everywhere (``bind``, ``predict``,
         ``joint_feature``): the model is then the one on the rounded
