@@ -63,6 +63,23 @@ def test_distance_transform_2d_is_the_max_over_all_positions(H, W, abx, aby, see
             assert values[arg[y, x]] == pytest.approx(d[y, x], abs=tol)
 
 
+@pytest.mark.parametrize("ax, ay", [(0.0, 0.0), (1e-320, 0.0), (0.0, 0.5), (0.3, 0.0)])
+def test_distance_transform_2d_with_linear_axes(ax, ay):
+    """Zero (and subnormal) quadratic weights on one or both axes: the linear shortcuts."""
+    rng = np.random.default_rng(int(ax > 0) + 2 * int(ay > 0))
+    H, W = 5, 7
+    f = np.round(rng.normal(size=(H, W)) * 3)          # ties
+    for bx, by in [(0.0, 0.0), (0.7, -1.2), (-2.0, 0.4)]:
+        d, arg = distance_transform_2d(f, ax, bx, ay, by)
+        ys, xs = np.mgrid[0:H, 0:W]
+        for y in range(H):
+            for x in range(W):
+                u, r = xs - x, ys - y
+                values = (f - ax * u ** 2 - bx * u - ay * r ** 2 - by * r).ravel()
+                assert d[y, x] == pytest.approx(values.max(), abs=1e-12)
+                assert values[arg[y, x]] == pytest.approx(d[y, x], abs=1e-12)
+
+
 def test_distance_transforms_reject_negative_quadratics():
     with pytest.raises(ValueError, match="quadratic"):
         distance_transform_1d(np.zeros(3), -0.1, 0.0)

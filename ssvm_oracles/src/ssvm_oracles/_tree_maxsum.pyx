@@ -206,9 +206,28 @@ cdef void _dt2d(const float64_t* ft, intp_t H, intp_t W, float64_t ax, float64_t
     first along the columns into tmp (H, W), then along the rows.  If argy and
     argx are not NULL, the maximiser of (y, x) is x' = argx[y, x],
     y' = argy[y, x'].  If rows is not NULL, only the rows y with rows[y] != 0
-    of d (and argx) are written.  inv: ``_reciprocals`` up to max(H, W).
+    of d (and argx) are written.  inv: ``_reciprocals`` up to max(H, W).  With
+    both quadratic weights below _TINY the maximiser is the same for every
+    (y, x): one pass over f, and argy is only written in its column.
     """
-    cdef intp_t x, y
+    cdef intp_t x, y, best = 0
+    cdef float64_t val, top = -INFINITY
+    if ax < _TINY and ay < _TINY:       # linear: one maximiser l' for every l
+        for x in range(W):
+            for y in range(H):
+                val = ft[x * H + y] - bx * x - by * y
+                if val > top:
+                    top = val
+                    best = x * H + y
+        for y in range(H):
+            if rows == NULL or rows[y]:
+                for x in range(W):
+                    d[y * W + x] = top + bx * x + by * y
+                    if argx != NULL:
+                        argx[y * W + x] = <int32_t> (best // H)
+            if argy != NULL:
+                argy[y * W + best // H] = <int32_t> (best % H)
+        return
     for x in range(W):
         _dt1d(ft + x * H, H, ay, by, tmp + x, W, argy + x if argy != NULL else NULL, W,
               inv, v, z, hv)
@@ -535,28 +554,19 @@ cdef intp_t _live_rows(const _Example* ex, const float64_t* q, const float64_t* 
     return n_live
 
 
-cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t c,
-                        const float64_t* g, float64_t* msg, int32_t* bestpair,
-                        _Work* wk) noexcept nogil:
-    """msg[l] = max over (t_up, t_down, l_c) of the edge (c, parent) at parent position l;
-    bestpair[l] = t_up T + t_down of the max.
-
-    One 2-D distance transform per type pair, in decreasing order of an upper
-    bound of the pair's message; pairs that cannot beat the message so far at
-    any position are skipped, and the row pass of the transform is run only
-    on the rows where the pair may win (``_live_rows``).
-    """
-    cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a1 = tr.arc_up[c], a2 = a1 + 1
-    cdef intp_t t1, t2, tp, j, r, k, x, y
+cdef void _rank_pairs(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t a1,
+                      const float64_t* g, _Work* wk) noexcept nogil:
+    """Statistics of the child scores and pairwise terms for the bounds of
+    ``_live_rows``, and wk.rank: the type pairs of the edge (arcs a1, a1 + 1) by
+    decreasing upper bound of their message."""
+    cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a2 = a1 + 1
+    cdef intp_t t1, t2, tp, j, k, x, y
     cdef float64_t wt1 = w[_off_types(tr) + a1], wt2 = w[_off_types(tr) + a2]
     cdef float64_t val, mx, ab
     cdef float64_t q[5]
     cdef const float64_t* pair
-    cdef float64_t* gt
     cdef float64_t* rowmax
     cdef float64_t* colmax
-    for k in range(L):
-        msg[k] = -INFINITY
     for t1 in range(T):
         pair = ex.pairwise + (a1 * T + t1) * L
         rowmax = wk.rowmax + t1 * H
@@ -575,7 +585,6 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
             mx = rowmax[y] if rowmax[y] > mx else mx
         wk.gmax[t1] = mx
         wk.gabs[t1] = ab
-        wk.ready[t1] = 0
     for t2 in range(T):
         pair = ex.pairwise + (a2 * T + t2) * L
         mx = -INFINITY
@@ -592,7 +601,7 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
                 val = wt2 * pair[y * W + x]
                 mx = val if val > mx else mx
             wk.prowmax[t2 * H + y] = mx
-    for tp in range(T * T):                     # rank the pairs by their upper bound
+    for tp in range(T * T):
         t1 = tp // T
         t2 = tp % T
         _edge_cost(tr, ex, w, a1, t1, t2, q)
@@ -603,13 +612,49 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
             wk.rank[j] = wk.rank[j - 1]
             j -= 1
         wk.rank[j] = tp
+
+
+cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w, intp_t c,
+                        const float64_t* g, float64_t* msg, int32_t* bestpair,
+                        _Work* wk) noexcept nogil:
+    """msg[l] = max over (t_up, t_down, l_c) of the edge (c, parent) at parent position l;
+    bestpair[l] = t_up T + t_down of the max.
+
+    One 2-D distance transform per type pair, in decreasing order of an upper
+    bound of the pair's message (``_rank_pairs``); pairs that cannot beat the
+    message so far at any position are skipped, and the row pass of the
+    transform is run only on the rows where the pair may win (``_live_rows``).
+    Pairs with linear costs (both quadratic weights below _TINY: an O(L)
+    transform, cheaper than the bounds) are always transformed; when every
+    pair of the edge is linear (e.g. w = 0), the pairs are not ranked.
+    """
+    cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a1 = tr.arc_up[c], a2 = a1 + 1
+    cdef intp_t t1, t2, tp, r, k, x, y
+    cdef float64_t wt1 = w[_off_types(tr) + a1], wt2 = w[_off_types(tr) + a2]
+    cdef float64_t val, mx
+    cdef float64_t q[5]
+    cdef const float64_t* wd = w + _off_deform(tr)
+    cdef const float64_t* pair
+    cdef float64_t* gt
+    cdef bint bounded = False
+    for k in range(L):
+        msg[k] = -INFINITY
+    for t1 in range(T):
+        wk.ready[t1] = 0
+    for k in range(a1 * T, (a2 + 1) * T):       # any quadratic weight on the edge's arcs
+        bounded = bounded or wd[4 * k + 1] >= _TINY or wd[4 * k + 3] >= _TINY
+    if bounded:
+        _rank_pairs(tr, ex, w, a1, g, wk)
+    else:
+        for tp in range(T * T):
+            wk.rank[tp] = tp
     for r in range(T * T):
         tp = wk.rank[r]
         t1 = tp // T
         t2 = tp % T
         pair = ex.pairwise + (a2 * T + t2) * L
         _edge_cost(tr, ex, w, a1, t1, t2, q)
-        if r == 0:
+        if r == 0 or (q[0] < _TINY and q[2] < _TINY):
             for y in range(H):
                 wk.live[y] = 1
         elif _live_rows(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
