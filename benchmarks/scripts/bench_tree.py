@@ -8,9 +8,10 @@ gap-pass path, GIL released, one thread), best of ``--repeat`` passes in CPU tim
 (``time.process_time``: robust on a shared machine; wall time is reported too), at two weight
 vectors: w = 0 (every quadratic weight zero: the distance transforms take their
 linear shortcut) and random weights with strictly positive quadratic weights
-(the general case, whose cost does not depend on the values).  The work is
-O(P T^2 L) for P parts, T types and L positions; the report also gives the time
-per (edge x type pair x position).  001 Table 1 reports 2 s per call for
+(the general case).  The work is O(P T^2 L) at worst for P parts, T types and L
+positions (type pairs whose bounds show they cannot win are skipped, so the time
+depends on the values); the report also gives the time per (edge x type pair x
+position).  001 Table 1 reports 2 s per call for
 LSP-small (MATLAB, features read from disk), on a grid the paper does not state.
 
 Example::

@@ -27,8 +27,12 @@ maximises over (t_up, t_down), the types of the two arcs of the edge: for each
 pair the two quadratics add up to one separable quadratic in l_c - l_parent,
 so the max over l_c is a 2-D distance transform (1-D transforms along the
 columns, then the rows), O(L) per type pair: O(P T^2 L) per call for L
-positions.  Back-pointers (best type pair and best l_c per parent position)
-recover the argmax.
+positions at worst.  The pairs are tried in decreasing order of an upper bound
+of their message, and a pair (or a row of its transform) is skipped when its
+bounds show it cannot beat the message so far anywhere (there) -- exact, the
+bounds carry a margin far above rounding errors.  The best type pair per
+parent position is kept; the best l_c of that pair is recomputed on the way
+down (O(L) per edge) to recover the argmax.
 
 Task loss (001 App. I.4): L = (1/P) sum_p min(1, |l_{i,p} - l_p|^2 / rho_i^2)
 ("truncated"; the paper prints max, which would not vanish at the truth) or
