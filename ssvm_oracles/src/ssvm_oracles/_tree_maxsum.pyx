@@ -145,8 +145,8 @@ cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
     a second, O(n).  Breakpoints are kept multiplied by 2 a, so that the line of
     q overtakes the one of v at 2 a x = (h_v - h_q) / (q - v), a product with
     inv[q - v] = 1 / (q - v) (table of ``_reciprocals``, n entries).
-    Workspace v (n), z (n + 1), hv (n): the envelope's lines, their
-    breakpoints and their h.
+    Workspace v (2 n + 1), z (n + 1), hv (n): the envelope's lines (then the
+    count of breakpoints passed at each x), their breakpoints and their h.
     """
     cdef intp_t q, k, x, j, best
     cdef intp_t* first = v + n
