@@ -566,7 +566,7 @@ cdef void _rank_pairs(const _Tree* tr, const _Example* ex, const float64_t* w, i
     cdef intp_t T = tr.T, H = ex.H, W = ex.W, L = ex.L, a2 = a1 + 1
     cdef intp_t t1, t2, tp, j, k, x, y
     cdef float64_t wt1 = w[_off_types(tr) + a1], wt2 = w[_off_types(tr) + a2]
-    cdef float64_t val, mx, ab
+    cdef float64_t val, mx, ab, top
     cdef float64_t q[5]
     cdef const float64_t* pair
     cdef float64_t* rowmax
@@ -580,13 +580,14 @@ cdef void _rank_pairs(const _Tree* tr, const _Example* ex, const float64_t* w, i
         mx = -INFINITY
         ab = 0.0
         for y in range(H):
-            rowmax[y] = -INFINITY
+            top = -INFINITY
             for x in range(W):
                 val = g[y * W + x] + wt1 * pair[y * W + x]
-                rowmax[y] = val if val > rowmax[y] else rowmax[y]
+                top = val if val > top else top
                 colmax[x] = val if val > colmax[x] else colmax[x]
                 ab = fabs(val) if fabs(val) > ab else ab
-            mx = rowmax[y] if rowmax[y] > mx else mx
+            rowmax[y] = top
+            mx = top if top > mx else mx
         wk.gmax[t1] = mx
         wk.gabs[t1] = ab
     for t2 in range(T):
