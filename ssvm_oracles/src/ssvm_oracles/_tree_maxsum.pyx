@@ -459,25 +459,29 @@ cdef intp_t _best_child_position(const float64_t* belief, const float64_t* pair1
     return best
 
 
-cdef float64_t _min_cost(float64_t a, float64_t b, intp_t lo, intp_t hi) noexcept nogil:
-    """min of a u^2 + b u over the integers u in [lo, hi] (a >= 0, lo <= hi)."""
-    cdef float64_t best = (a * lo + b) * lo, val = (a * hi + b) * hi, vertex
+cdef intp_t _vertex_floor(float64_t a, float64_t b, intp_t n) noexcept nogil:
+    """floor of the minimiser -b / (2 a) of a u^2 + b u (a >= 0), clamped to [-n, n];
+    with a below _TINY (linear), the end -n or n where b u is least."""
+    cdef float64_t vertex
     cdef intp_t u
-    if val < best:
-        best = val
-    if a >= _TINY:
-        vertex = -b / (2.0 * a)
-        if lo < vertex < hi:            # the convex minimum: the integers around it
-            u = <intp_t> vertex
-            if u > vertex:
-                u -= 1
-            val = (a * u + b) * u
-            if val < best:
-                best = val
-            val = (a * (u + 1) + b) * (u + 1)
-            if val < best:
-                best = val
-    return best
+    if a < _TINY:
+        return -n if b > 0.0 else n
+    vertex = -b / (2.0 * a)
+    vertex = vertex if vertex > -n else <float64_t> -n
+    vertex = vertex if vertex < n else <float64_t> n
+    u = <intp_t> vertex
+    return u - 1 if u > vertex else u
+
+
+cdef inline float64_t _min_cost(float64_t a, float64_t b, intp_t lo, intp_t hi,
+                                intp_t u) noexcept nogil:
+    """min of the convex a u^2 + b u over the integers in [lo, hi] (lo <= hi, u =
+    ``_vertex_floor`` with n >= max(|lo|, |hi|)): at u or u + 1 clamped to the range.
+    (Below _TINY, a u^2 < 1e-300 is neglected: far below ``_live_rows``'s margin.)"""
+    cdef intp_t u0 = lo if u < lo else (hi if u > hi else u)
+    cdef intp_t u1 = lo if u + 1 < lo else (hi if u + 1 > hi else u + 1)
+    cdef float64_t c0 = (a * u0 + b) * u0, c1 = (a * u1 + b) * u1
+    return c0 if c0 < c1 else c1
 
 
 cdef struct _Work:
@@ -524,18 +528,20 @@ cdef intp_t _live_rows(const _Example* ex, const float64_t* q, const float64_t* 
     cleared at once when the largest bound of the row (plus wt2 pair2 at most
     prowmax[y]) is below the row's least msg (wk.msgmin[y]).
     """
-    cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y
+    cdef intp_t H = ex.H, W = ex.W, m = max(H, W), x, y, u
     cdef float64_t margin, bound, ryy, cyy, cxlo = INFINITY, cxhi = -INFINITY
     cdef intp_t n_live = 0
     cdef char reached
     cdef const float64_t* msg_row
     cdef const float64_t* pair_row
+    u = _vertex_floor(q[2], q[3], m)
     for y in range(H):
-        wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y)
+        wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y, u)
     _dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
     _dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    u = _vertex_floor(q[0], q[1], m)
     for x in range(W):
-        wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x)
+        wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x, u)
         cxlo = wk.cxmin[x] if wk.cxmin[x] < cxlo else cxlo
         cxhi = wk.cx[x] if wk.cx[x] > cxhi else cxhi
     # row y is dead when msg[l] - wt2 pair2[l] - bound[l] > margin - c at every l in it
@@ -610,8 +616,9 @@ cdef void _rank_pairs(const _Tree* tr, const _Example* ex, const float64_t* w, i
         t1 = tp // T
         t2 = tp % T
         _edge_cost(tr, ex, w, a1, t1, t2, q)
-        wk.key[tp] = (wk.gmax[t1] + wk.pmax[t2] - q[4] - _min_cost(q[0], q[1], 1 - W, W - 1)
-                      - _min_cost(q[2], q[3], 1 - H, H - 1))
+        wk.key[tp] = (wk.gmax[t1] + wk.pmax[t2] - q[4]
+                      - _min_cost(q[0], q[1], 1 - W, W - 1, _vertex_floor(q[0], q[1], W))
+                      - _min_cost(q[2], q[3], 1 - H, H - 1, _vertex_floor(q[2], q[3], H)))
         j = tp
         while j > 0 and wk.key[wk.rank[j - 1]] < wk.key[tp]:
             wk.rank[j] = wk.rank[j - 1]
