@@ -73,10 +73,11 @@ def test_bench_tree_script_runs(tmp_path, capsys):
     script = load_bench_script("bench_tree")
     out = tmp_path / "tree.json"
     report = script.main(["--grid", "4", "5", "--types", "2", "--images", "2", "--repeat", "1",
+                          "--train-lams", "10", "--train-images", "2", "--train-passes", "1",
                           "--json", str(out)])
     assert capsys.readouterr().out.startswith("$ bench_tree.py --grid 4 5")
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     assert report["n_features"] == 26 + 50 + 50 * 2 * 4
     for grid in ("4", "5"):
-        for name in ("w_zero", "w_positive"):
+        for name in ("w_zero", "w_positive", "training_lam_10"):
             assert report["grids"][grid][name]["call_wall_s"] > 0
