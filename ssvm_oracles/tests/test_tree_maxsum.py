@@ -52,13 +52,19 @@ def test_distance_transform_2d_is_the_max_over_all_positions(H, W, abx, aby, see
     rng = np.random.default_rng(seed)
     (ax, bx), (ay, by) = abx, aby
     f = rng.normal(size=(H, W)) * rng.choice([0.1, 1.0, 30.0])
+    assert_dt2d_is_the_brute_force_max(f, ax, bx, ay, by, rtol=1e-9)
+
+
+def assert_dt2d_is_the_brute_force_max(f, ax, bx, ay, by, rtol=None, atol=None):
+    """distance_transform_2d against max over every position (tolerance rtol x scale or atol)."""
     d, arg = distance_transform_2d(f, ax, bx, ay, by)
+    H, W = f.shape
     ys, xs = np.mgrid[0:H, 0:W]
     for y in range(H):
         for x in range(W):
             u, r = xs - x, ys - y
             values = (f - ax * u ** 2 - bx * u - ay * r ** 2 - by * r).ravel()
-            tol = 1e-9 * max(1.0, np.abs(values).max())
+            tol = atol if atol is not None else rtol * max(1.0, np.abs(values).max())
             assert d[y, x] == pytest.approx(values.max(), abs=tol)
             assert values[arg[y, x]] == pytest.approx(d[y, x], abs=tol)
 
@@ -70,14 +76,7 @@ def test_distance_transform_2d_with_linear_axes(ax, ay):
     H, W = 5, 7
     f = np.round(rng.normal(size=(H, W)) * 3)          # ties
     for bx, by in [(0.0, 0.0), (0.7, -1.2), (-2.0, 0.4)]:
-        d, arg = distance_transform_2d(f, ax, bx, ay, by)
-        ys, xs = np.mgrid[0:H, 0:W]
-        for y in range(H):
-            for x in range(W):
-                u, r = xs - x, ys - y
-                values = (f - ax * u ** 2 - bx * u - ay * r ** 2 - by * r).ravel()
-                assert d[y, x] == pytest.approx(values.max(), abs=1e-12)
-                assert values[arg[y, x]] == pytest.approx(d[y, x], abs=1e-12)
+        assert_dt2d_is_the_brute_force_max(f, ax, bx, ay, by, atol=1e-12)
 
 
 def test_distance_transforms_reject_negative_quadratics():
