@@ -35,11 +35,12 @@ import time
 
 import numpy as np
 from _report import print_header, write_json
+from _timing import mean_call_seconds_in_training
 
 from ssvm_core import as_oracle, solve
 from ssvm_core.parallel import score_pass
 from ssvm_data import horseseg_like
-from ssvm_oracles import CountingOracle, GraphCutModel
+from ssvm_oracles import GraphCutModel
 
 PAPER_CALL_S = 1e-3  # 001 Table 1, HorseSeg small and medium
 DTYPES = ("float64", "float32")
@@ -115,9 +116,8 @@ def main(argv: list[str] | None = None) -> dict:
     for lam in args.train_lams:
         row = {}
         for dtype in DTYPES:
-            counting = CountingOracle(oracles[dtype], timing=True)
-            solve(counting, lam, box=box, max_passes=args.train_passes, tol=0.0, random_state=0)
-            row[dtype] = float(counting.solve_seconds.sum() / counting.solve_calls.sum())
+            row[dtype] = mean_call_seconds_in_training(oracles[dtype], lam, box,
+                                                       args.train_passes)
         report["training_call_s"][str(lam)] = row
         print(f"   lam={lam:<8g} " + "; ".join(f"{dtype} {_speedup(row[dtype])}"
                                                for dtype in DTYPES))

@@ -30,12 +30,13 @@ import time
 
 import numpy as np
 from _report import print_header, write_json
+from _timing import mean_call_seconds_in_training
 
-from ssvm_core import as_oracle, solve
+from ssvm_core import as_oracle
 from ssvm_core.parallel import score_pass
 from ssvm_data import lsp_like
 from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
-from ssvm_oracles import CountingOracle, PoseModel
+from ssvm_oracles import PoseModel
 
 PAPER_CALL_S = 2.0  # 001 Table 1, LSP-small
 
@@ -91,10 +92,8 @@ def main(argv: list[str] | None = None) -> dict:
         X, Y = lsp_like(args.train_images, grid=(size, size), n_types=args.types,
                         random_state=1)
         for lam in args.train_lams:
-            counting = CountingOracle(model.bind(X, Y), timing=True)
-            solve(counting, lam, box=model.weight_bounds(), max_passes=args.train_passes,
-                  tol=0.0, random_state=0)
-            mean = float(counting.solve_seconds.sum() / counting.solve_calls.sum())
+            mean = mean_call_seconds_in_training(model.bind(X, Y), lam, model.weight_bounds(),
+                                                 args.train_passes)
             row[f"training_lam_{lam:g}"] = {"call_wall_s": mean}
             print(f"{size:>3} x {size:<3} training at lam={lam:g}: {mean * 1e6:10.0f} us per call, "
                   f"mean over {args.train_passes} BCFW passes on {args.train_images} images "
