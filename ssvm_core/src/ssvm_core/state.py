@@ -241,8 +241,7 @@ class SolverState:
             raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
         exact, gaps = self.exact_gaps, self.block_gap_estimates.copy()
         block_delta = self.block_deltas() if exact else None
-        # sum_i <w, v_i> = <w, v>: O(n + d)
-        delta = float(np.sum(self.block_ell)) - self.lam * float(self.w @ self.v)
+        delta = self.total_delta()
         self.block_ell *= rho
         self.ell = float(np.sum(self.block_ell))
         if self.atoms is not None:
@@ -253,6 +252,10 @@ class SolverState:
             self.last_exact_gap = float(np.sum(self.block_gap_estimates))
             self.exact_gaps = True
         return delta
+
+    def total_delta(self) -> float:
+        """Delta = sum_i delta_i = ell - lam <w, v> (001 eq. 13), in O(n + d)."""
+        return float(np.sum(self.block_ell)) - self.lam * float(self.w @ self.v)
 
     def block_deltas(self) -> np.ndarray:
         """delta_i = ell_i - lam <w, v_i> of every block, shape (n_blocks,).

@@ -138,8 +138,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
     status = "complete"
     lam_end = 0.0
     while True:
-        # Delta = sum_i (ell_i - lam <w, v_i>) = ell - lam <w, v> (v = sum_i v_i): O(n + d)
-        delta = float(np.sum(state.block_ell)) - state.lam * float(state.w @ state.v)
+        delta = state.total_delta()
         estimate = float(np.sum(state.block_gap_estimates))
         if heuristic and certify and exact_gap is None:
             start = time.perf_counter()
