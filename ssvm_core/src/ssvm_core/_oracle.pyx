@@ -25,7 +25,17 @@ cdef class MaxOracle:
     Subclasses set ``n_blocks``, ``n_features``, ``max_labels``,
     ``max_psi_nnz``, ``dense_psi`` and ``needs_gil`` at construction and
     implement the C methods ``solve`` and ``evaluate``.
+
+    ``exact`` (True here) says whether ``solve`` returns a true maximiser of
+    H_i(y; w).  Approximate oracles (loopy belief propagation, move-making
+    algorithms, ...) override it to return False; the solvers then report
+    their gaps as estimates, never as certificates.
     """
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``solve`` is an exact max oracle (gaps are then certificates)."""
+        return True
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         with gil:
@@ -188,6 +198,11 @@ cdef class PythonOracle(MaxOracle):
 
     def __reduce__(self):
         return (PythonOracle, (self.obj,))
+
+    @property
+    def exact(self) -> bool:
+        """The wrapped object's ``exact`` attribute (True if it has none)."""
+        return bool(getattr(self.obj, "exact", True))
 
     def block_support(self, i):
         support = getattr(self.obj, "block_support", None)
