@@ -480,7 +480,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     if not line_search and step != "fw":
         raise ValueError("the predefined step size (line_search=False) applies to FW "
                          f"steps only, not step={step!r}")
-    state.exact_gaps = False             # the iterate moves
+    state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
@@ -544,8 +544,9 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     v_i = psi_i(y) / (lam n) and ell_i = L_i(y) / n, with v and w = clip(v)
     following; with active sets the labelling becomes the block's only active
     atom (other stored labellings stay, inactive, and a run without a cache
-    drops them at the block's next step).  The average restarts at the new point and the gap estimates are
-    forgotten.  Costs one ``evaluate`` per block, O(nnz(psi) + size of v_i).
+    drops them at the block's next step).  Only the dual point moves:
+    ``SolverState.move_to_vertices`` then sets ell and restarts the
+    bookkeeping.  Costs one ``evaluate`` per block, O(nnz(psi) + size of v_i).
     """
     cdef intp_t n = oracle.n_blocks, i, k, ks
     if len(labellings) != n:
@@ -574,5 +575,3 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
                 blk.alpha[k] = 1.0 if k == ks else 0.0
         if c.psi_idx != NULL:
             _clear_psi(c, &s[0])
-    state.ell = float(np.sum(state.block_ell))
-    state._move_to(state.lam)

@@ -16,7 +16,7 @@ from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
-from ssvm_core.parallel import effective_n_jobs, score_pass
+from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.state import SolverState, _check_lam
 from ssvm_core.validation import check_box
 
@@ -43,6 +43,10 @@ class SolveResult:
         Why the solver stopped: ``"converged"``, ``"max_passes"``,
         ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"`` or
         ``"interrupted"``.
+    certified : bool
+        Whether ``gap`` certifies P(w) - min P <= gap: False when the oracle
+        is approximate (``oracle.exact`` is False), whose gap passes may
+        underestimate the primal.
     """
 
     w: np.ndarray
@@ -50,6 +54,7 @@ class SolveResult:
     state: SolverState
     history: list[dict] = field(default_factory=list)
     status: str = ""
+    certified: bool = True
 
 
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
@@ -179,7 +184,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
                    n_samples)
     n_jobs = effective_n_jobs(n_jobs)
-    active_sets = step != "fw" or cache or n_samples > 1
+    # A state that keeps active sets keeps them whatever the step: plain FW
+    # steps then go through the active-set kernel, so alpha never drifts from v.
+    active_sets = (step != "fw" or cache or n_samples > 1
+                   or (state is not None and state.atoms is not None))
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
     rng = np.random.default_rng(random_state)
@@ -191,7 +199,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
 
     with stop_on_sigint() as stop:
         if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
-            run.gap_check()
+            run.gap_check(refresh=_scheduled_check(state, gap_check_every, tol))
         else:
             run.known_gap()
         status = "converged" if run.gap <= tol else None
@@ -215,11 +223,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
             if stop.requested:
                 status = "interrupted"
-            elif (status is not None or state.passes % gap_check_every == 0
-                  or (tol > 0 and _estimate_below(state, HEURISTIC_EXIT * tol))):
-                run.gap_check()
-                if run.gap <= tol:
-                    status = "converged"
+            else:
+                scheduled = _scheduled_check(state, gap_check_every, tol)
+                if scheduled or status is not None:
+                    run.gap_check(refresh=scheduled)
+                    if run.gap <= tol:
+                        status = "converged"
             if run.record() and status is None:
                 status = "callback"
     replaced = state.replaced_answers - replaced_before
@@ -227,12 +236,17 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
                       "oracle) and were replaced by it; the gaps certify the true objective "
                       "only if the gap passes were exact", RuntimeWarning, stacklevel=2)
+    if not oracle.exact:
+        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
+                      "gaps are estimates (they may underestimate P(w) - min P), not "
+                      "certificates", RuntimeWarning, stacklevel=2)
     if status == "interrupted":
         warnings.warn("solver interrupted; the model is kept and can be resumed "
                       "from its state", RuntimeWarning, stacklevel=2)
     w = state.averaged_w() if averaging else state.w.copy()
     return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
-                       state=state, history=run.history, status=status)
+                       state=state, history=run.history, status=status,
+                       certified=bool(oracle.exact))
 
 
 class _Run:
@@ -263,33 +277,38 @@ class _Run:
         self._add_calls(calls)
         self.gap_is_current = False
 
-    def gap_check(self) -> None:
-        """Exact gap pass: the primal at w (and the block gaps) by one oracle call per block."""
+    def gap_check(self, refresh: bool) -> None:
+        """Exact gap pass: the primal at w and the block gaps, one oracle call per block.
+
+        ``refresh`` hands the exact gaps to gap sampling and the caching rule
+        (see ``SolverState.record_gap_pass``); checks made only to report
+        leave them as they were, so a resumed run samples and caches exactly
+        as an uninterrupted one.
+        """
         st, n = self.state, self.oracle.n_blocks
-        sum_h = self.timed(score_pass, self.oracle, st.w, st, self.n_jobs)
+        scores = self.timed(max_scores, self.oracle, st.w, self.n_jobs)
         self._add_calls(n)
-        primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
-        st.last_exact_gap, st.exact_gaps = primal - dual_objective(st), True
+        primal, _ = st.record_gap_pass(scores, refresh)
         self._record_gap(primal)
 
     def known_gap(self) -> None:
         """The start-of-solve gap check from the state's exact gaps, without oracle calls."""
         st = self.state
-        self._record_gap(dual_objective(st) + st.last_exact_gap)
+        self._record_gap(dual_objective(st) + st.certified_gap)
 
     def _record_gap(self, primal: float) -> None:
-        """Set the run's gap from ``state.last_exact_gap`` (and check the average)."""
+        """Set the run's gap from ``state.certified_gap`` (and check the average)."""
         st, n = self.state, self.oracle.n_blocks
-        gap = st.last_exact_gap
+        gap = st.certified_gap
         self._pending = {"primal": primal, "gap": gap}
         if self.averaging:
             if st.n_steps == 0:
                 primal_avg = primal
             else:
                 w_avg = st.averaged_w()
-                sum_h = self.timed(score_pass, self.oracle, w_avg, None, self.n_jobs)
+                scores = self.timed(max_scores, self.oracle, w_avg, self.n_jobs)
                 self._add_calls(n)
-                primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + sum_h / n
+                primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + float(np.sum(scores)) / n
             dual_avg = dual_objective(st, averaged=True)
             gap = primal_avg - dual_avg
             self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap)
@@ -359,6 +378,18 @@ def _estimate_below(state: SolverState, threshold: float) -> bool:
     """Whether the (stale) block gap estimates sum to at most ``threshold``."""
     estimates = state.block_gap_estimates
     return not np.isnan(estimates).any() and float(estimates.sum()) <= threshold
+
+
+def _scheduled_check(state: SolverState, gap_check_every: int, tol: float) -> bool:
+    """Whether the solver's schedule asks for a gap check after the state's last pass.
+
+    Every ``gap_check_every`` passes (counted over the state's whole life, so
+    a resumed run keeps the schedule), and early when the gap estimates sum
+    to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled checks feed the
+    gap sampler and the caching rule.
+    """
+    return (state.passes % gap_check_every == 0
+            or (tol > 0 and _estimate_below(state, HEURISTIC_EXIT * tol)))
 
 
 def _block_order(rng, sampling: str, state: SolverState):
