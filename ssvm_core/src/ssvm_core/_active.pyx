@@ -30,7 +30,7 @@ from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_grou
 from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
 from ssvm_core._sampling cimport _tree_set
 
-STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
+from ssvm_core.options import STEPS
 
 cdef enum:
     STEP_FW = 0
@@ -452,9 +452,8 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     order : int array
         Blocks visited first (all of them, or the unvisited ones with gap
         sampling).
-    step : {"fw", "away", "pairwise", "hybrid"}
-        BCFW, BCAFW (001 Alg. 4), BCPFW (001 Alg. 3), or the best of the three
-        by exact dual improvement.
+    step : {"fw", "away", "pairwise", "hybrid", "corrective", "sequential"}
+        See ``ssvm_core.options`` (the one table of solver options).
     line_search : bool
         False uses the predefined step 2n / (k + 2n) (FW steps only).
     cache, cache_factor, cache_nu :
