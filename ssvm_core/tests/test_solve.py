@@ -301,10 +301,21 @@ def test_estimator_rejects_lam_and_C_together_and_bad_values():
         FrankWolfeSSVM(model, sampling="nope").fit(X, Y)
 
 
-def test_predict_before_fit():
-    model, X, _Y = multiclass_data()
-    with pytest.raises(RuntimeError, match="not fitted yet"):
-        FrankWolfeSSVM(model).predict(X)
+def test_predict_and_score_before_fit_raise_not_fitted_error():
+    from ssvm_core import NotFittedError, SubgradientSSVM
+    from ssvm_core.exceptions import NotFittedError as public
+
+    assert NotFittedError is public
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+    model, X, Y = multiclass_data()
+    for est in (FrankWolfeSSVM(model), SubgradientSSVM(model)):
+        for call in (lambda: est.predict(X), lambda: est.score(X, Y)):
+            with pytest.raises(NotFittedError, match="not fitted yet; call fit first"):
+                call()
+        assert not est.__sklearn_is_fitted__()
+        est.set_params(max_passes=1).fit(X, Y)
+        assert est.__sklearn_is_fitted__()
+        assert len(est.predict(X)) == len(X)
 
 
 # ---------------------------------------------------------------------------
