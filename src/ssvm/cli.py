@@ -14,30 +14,8 @@ from tqdm import tqdm
 
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
-from ssvm_data.conll import CHUNK_TAGS
-from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
-from ssvm_oracles import ChainModel, GraphCutModel, MatchingModel, MulticlassModel, PoseModel
 
 DEFAULT_DATASET = "default"
-
-
-def _model_for(dataset: str, Y, Y_test):
-    """The structured model each dataset is trained with."""
-    if dataset == "synthetic-multiclass":
-        n_classes = int(max(np.max(Y), np.max(Y_test))) + 1
-        return MulticlassModel(max(n_classes, 2))
-    if dataset in ("ocr-small", "ocr-large", "synthetic-ocr"):
-        return ChainModel(n_states=26)
-    if dataset in ("conll", "conll-small"):
-        return ChainModel(n_states=len(CHUNK_TAGS))
-    if dataset == "synthetic-matching":
-        return MatchingModel()        # asymmetric Hamming loss, costs 1 and 3 (000 App. F)
-    if dataset == "synthetic-horseseg":
-        return GraphCutModel()        # exact min-cut oracle, needs w_P >= 0 (001 App. I.3)
-    if dataset == "synthetic-lsp":     # distance transforms need quadratic weights >= 0
-        return PoseModel(POSE_TREE_PARENTS, SCALE_PARTS)
-    n_states = int(max(max(y.max() for y in Y), max(y.max() for y in Y_test))) + 1
-    return ChainModel(n_states=max(n_states, 2))
 
 
 def _resolve_dataset(name: str, data_home) -> str:
@@ -52,7 +30,7 @@ def _train(args: argparse.Namespace) -> int:
     dataset = _resolve_dataset(args.dataset, args.data_home)
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
-    model = _model_for(dataset, Y, Y_test)
+    model = ssvm_data.model_for(dataset, Y, Y_test)
     out = Path(args.out or f"runs/{dataset}-{args.solver}")
     out.mkdir(parents=True, exist_ok=True)
     print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
@@ -137,7 +115,7 @@ def _path(args: argparse.Namespace) -> int:
     dataset = _resolve_dataset(args.dataset, args.data_home)
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
-    model = _model_for(dataset, Y, Y_test)
+    model = ssvm_data.model_for(dataset, Y, Y_test)
     kind = "heuristic-path" if args.heuristic else "path"
     out = Path(args.out or f"runs/{dataset}-{kind}")
     out.mkdir(parents=True, exist_ok=True)

@@ -158,9 +158,9 @@ def test_loss_is_normalised_hamming():
         model.loss([0, 1], [0, 1, 2])
 
 
-def test_enumerate_labelings_counts():
+def test_enumerate_labellings_counts():
     model = ChainModel(3, 2)
-    labels = list(model.enumerate_labelings(np.zeros((4, 2))))
+    labels = list(model.enumerate_labellings(np.zeros((4, 2))))
     assert len(labels) == 3 ** 4
     assert len({tuple(c) for c in labels}) == 3 ** 4
     assert all(c.dtype == np.int32 for c in labels)

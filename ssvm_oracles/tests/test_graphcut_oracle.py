@@ -136,7 +136,7 @@ def test_ground_truth_has_zero_psi_and_loss_and_losses_are_in_unit_interval(data
         psi, loss, score = oracle.evaluate_py(i, y, w)
         assert loss == 0.0 and score == 0.0 and not psi.any()
         assert model.loss(y, y) == 0.0
-        for cand in model.enumerate_labelings(x):
+        for cand in model.enumerate_labellings(x):
             assert 0.0 <= model.loss(y, cand) <= 1.0 + 1e-12
         # Every node wrong costs exactly 1 (both classes weigh one half, or one class all).
         assert model.loss(y, 1 - y) == pytest.approx(1.0)
@@ -150,7 +150,7 @@ def test_predict_is_the_argmax_of_the_score(data):
     model.bind(X, Y)
     for w in feasible_weights(rng, n_unary, n_pairwise):
         for x, pred in zip(X, model.predict(X, w)):
-            scores = [w @ model.joint_feature(x, c) for c in model.enumerate_labelings(x)]
+            scores = [w @ model.joint_feature(x, c) for c in model.enumerate_labellings(x)]
             assert w @ model.joint_feature(x, pred) == pytest.approx(
                 max(scores), abs=1e-9 * max(1.0, np.abs(scores).max()))
 

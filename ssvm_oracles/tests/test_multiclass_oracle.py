@@ -108,7 +108,7 @@ def test_joint_feature_layout():
     assert model.size_joint_feature == 6
     np.testing.assert_array_equal(model.joint_feature([1.0, 2.0], 1), [0, 0, 1, 2, 0, 0])
     np.testing.assert_array_equal(model.joint_feature([1.0, 2.0], [2]), [0, 0, 0, 0, 1, 2])
-    assert [list(c) for c in model.enumerate_labelings(None)] == [[0], [1], [2]]
+    assert [list(c) for c in model.enumerate_labellings(None)] == [[0], [1], [2]]
 
 
 def test_oracle_attributes_and_psi_sparsity():

@@ -116,7 +116,7 @@ class ChainModel(StructuredModel):
             raise ValueError(f"labellings of shapes {y_true.shape} and {y_pred.shape}")
         return float(np.mean(y_true != y_pred))
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         T = x.shape[0] if sp.issparse(x) else np.asarray(x).shape[0]
         for labels in itertools.product(range(self.n_states), repeat=T):
             yield np.array(labels, dtype=np.int32)

@@ -358,7 +358,7 @@ class GraphCutModel(StructuredModel):
         y_true = _check_labels(y_true, 0, y_true.shape[0])
         return float(balanced_weights(y_true) @ (y_true != y_pred))
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         n_nodes = x[0].shape[0] if sp.issparse(x[0]) else np.asarray(x[0]).shape[0]
         for labels in itertools.product((0, 1), repeat=n_nodes):
             yield np.array(labels, dtype=np.int32)

@@ -220,7 +220,7 @@ class MatchingModel(StructuredModel):
         scale = 1.0 / max(y_true.shape[0], 1) if self.normalize else 1.0
         return (self.precision_cost * n_fp + self.recall_cost * n_fn) * scale
 
-    def enumerate_labelings(self, x) -> Iterator[np.ndarray]:
+    def enumerate_labellings(self, x) -> Iterator[np.ndarray]:
         """Every matching of the candidate edges (tiny pairs only)."""
         x = as_matching_input(x, self.n_features)
         targets = [x.edges[x.edges[:, 0] == j, 1] for j in range(x.n_source)]

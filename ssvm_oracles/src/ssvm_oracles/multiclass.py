@@ -145,5 +145,5 @@ class MulticlassModel(StructuredModel):
             raise ValueError(f"{y_true.shape[0]} true classes but {y_pred.shape[0]} predictions")
         return float(self.cost[y_true, y_pred].mean())
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         return [np.array([k], dtype=np.int32) for k in range(self.n_classes)]

@@ -239,7 +239,7 @@ class PoseModel(StructuredModel):
             return float(np.mean(dist2 > radius2))
         return float(np.mean(np.minimum(1.0, dist2 / radius2)))
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         unary, _, _ = self._check_x(x, 0)
         H, W = unary.shape[1:]
         cells = [(cx, cy) for cy in range(H) for cx in range(W)]
