@@ -260,17 +260,17 @@ def test_solve_rejects_bad_lam(lam):
 @pytest.mark.parametrize("kwargs, message", [
     ({"sampling": "importance"}, "sampling must be one of"),
     ({"sampling": "Uniform"}, "sampling must be one of"),
-    ({"gap_check_every": 0}, "gap_check_every must be a positive integer"),
-    ({"gap_check_every": 1.5}, "gap_check_every must be a positive integer"),
-    ({"gap_check_every": -2}, "gap_check_every must be a positive integer"),
-    ({"max_passes": 0}, "max_passes must be a positive integer"),
-    ({"max_passes": 2.5}, "max_passes must be a positive integer"),
-    ({"tol": -1e-3}, "tol must be >= 0"),
-    ({"tol": np.nan}, "tol must be >= 0"),
-    ({"max_oracle_calls": 0}, "max_oracle_calls must be positive"),
-    ({"time_budget": 0.0}, "time_budget must be positive"),
-    ({"time_budget": -1.0}, "time_budget must be positive"),
-    ({"time_budget": np.nan}, "time_budget must be positive"),
+    ({"gap_check_every": 0}, "gap_check_every must be an integer >= 1"),
+    ({"gap_check_every": 1.5}, "gap_check_every must be an integer >= 1"),
+    ({"gap_check_every": -2}, "gap_check_every must be an integer >= 1"),
+    ({"max_passes": 0}, "max_passes must be an integer >= 1"),
+    ({"max_passes": 2.5}, "max_passes must be an integer >= 1"),
+    ({"tol": -1e-3}, "tol must be a number >= 0"),
+    ({"tol": np.nan}, "tol must be a number >= 0"),
+    ({"max_oracle_calls": 0}, "max_oracle_calls must be an integer >= 1"),
+    ({"time_budget": 0.0}, "time_budget must be a number > 0"),
+    ({"time_budget": -1.0}, "time_budget must be a number > 0"),
+    ({"time_budget": np.nan}, "time_budget must be a number > 0"),
 ])
 def test_solve_rejects_bad_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -348,7 +348,8 @@ def test_get_params_set_params_round_trip():
                       "n_samples": 1, "psi_float32": False, "box": None,
                       "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
-                      "time_budget": 3.0, "gap_check_every": 4, "warm_start": True,
+                      "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,
+                      "warm_start": True,
                       "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0}
     clone = FrankWolfeSSVM(**params)
     assert clone.get_params() == params
