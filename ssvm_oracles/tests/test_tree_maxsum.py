@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ssvm_core import BruteForceOracle
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_oracles import PoseModel, PoseOracle
-from ssvm_oracles._tree_maxsum import distance_transform_1d, distance_transform_2d
+from ssvm_oracles._distance_transform import distance_transform_1d, distance_transform_2d
 
 # ---------------------------------------------------------------------------
 # Distance transforms

@@ -14,8 +14,6 @@ from libc.string cimport memcpy
 from cpython.ref cimport PyObject
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
-import numbers
-
 import numpy as np
 
 from ssvm_core.oracles import as_oracle

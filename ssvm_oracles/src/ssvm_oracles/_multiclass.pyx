@@ -12,6 +12,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport dot_gather
 
 
 @cython.final
@@ -70,17 +71,15 @@ cdef class MulticlassOracle(MaxOracle):
 
     cdef inline float64_t _class_score(self, intp_t i, intp_t k,
                                        const float64_t* w) noexcept nogil:
-        cdef intp_t p, offset = k * self.n_inputs
-        cdef float64_t acc = 0.0
-        for p in range(self.indptr[i], self.indptr[i + 1]):
-            acc += w[offset + self.indices[p]] * self.data[p]
-        return acc
+        cdef intp_t start = self.indptr[i]
+        return dot_gather(w + k * self.n_inputs, &self.indices[start], &self.data[start],
+                          self.indptr[i + 1] - start)
 
     cdef void _write(self, intp_t i, int32_t k, const float64_t* w,
                      Corner* out) noexcept nogil:
         cdef intp_t p, f, F = self.n_inputs, nnz = 0
         cdef int32_t yi = self.y[i]
-        cdef float64_t dot = 0.0, v
+        cdef float64_t wpsi = 0.0, v
         out.labels[0] = k
         out.n_labels = 1
         if k != yi:
@@ -91,11 +90,11 @@ cdef class MulticlassOracle(MaxOracle):
                 out.psi_val[nnz] = v
                 out.psi_idx[nnz + 1] = <int32_t> (k * F + f)
                 out.psi_val[nnz + 1] = -v
-                dot += v * (w[yi * F + f] - w[k * F + f])
+                wpsi += v * (w[yi * F + f] - w[k * F + f])
                 nnz += 2
         out.psi_nnz = nnz
         out.loss = self.cost[yi, k]
-        out.score = out.loss - dot
+        out.score = out.loss - wpsi
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef intp_t k
