@@ -57,7 +57,7 @@ def random_examples(rng, n_examples: int, max_nodes: int, n_features: int, n_sta
 
 
 @st.composite
-def graph_problems(draw, loopy: bool, max_states: int = 3, max_nodes: int = 5):
+def graph_problems(draw, loopy: bool, max_states: int = 3, max_nodes: int = 4):
     """(X, Y, options) for a GraphModel: sizes, layout options and a seed."""
     K = draw(st.integers(2, max_states))
     F = draw(st.integers(1, 3))
@@ -113,7 +113,7 @@ def answers(oracle, w):
 # ---------------------------------------------------------------------------
 
 
-@settings(max_examples=scaled_examples(40))
+@settings(max_examples=scaled_examples(30))
 @given(graph_problems(loopy=False))
 def test_forest_max_product_equals_brute_force(data):
     X, Y, options, rng = data
@@ -124,8 +124,8 @@ def test_forest_max_product_equals_brute_force(data):
                  Y=Y, check_labels=False)
 
 
-@settings(max_examples=scaled_examples(40))
-@given(graph_problems(loopy=True, max_states=2))
+@settings(max_examples=scaled_examples(30))
+@given(graph_problems(loopy=True, max_states=2, max_nodes=5))
 def test_graph_cut_equals_brute_force_on_submodular_binary_loopy_graphs(data):
     X, Y, options, rng = data
     model = GraphModel(**options)
@@ -137,7 +137,7 @@ def test_graph_cut_equals_brute_force_on_submodular_binary_loopy_graphs(data):
 
 
 @settings(max_examples=scaled_examples(20))
-@given(graph_problems(loopy=True, max_states=2))
+@given(graph_problems(loopy=True, max_states=2, max_nodes=5))
 def test_graph_cut_falls_back_and_counts_when_the_energy_is_not_submodular(data):
     X, Y, options, rng = data
     model = GraphModel(**options)
@@ -203,8 +203,8 @@ def check_consistent(oracle, w):
 
 def test_loopy_max_product_is_exact_on_trees():
     rng = np.random.default_rng(1)
-    for _ in range(20):
-        X, Y = random_examples(rng, 3, 6, 2, 3, loopy=False)
+    for _ in range(10):
+        X, Y = random_examples(rng, 3, 5, 2, 3, loopy=False)
         model = GraphModel(3, 2, inference="loopy")
         oracle = model.bind(X, Y)
         assert not oracle.exact
