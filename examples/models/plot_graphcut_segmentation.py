@@ -58,7 +58,7 @@ print(f"pairwise weights: min {w_pairwise.min():.3f} (the box keeps them >= 0), 
 # ---------------------
 # The pairwise terms smooth the labelling along similar neighbours, which fixes
 # superpixels whose own histogram looks like the other class.
-losses = {name: [svm.model.loss(y, p) for y, p in zip(Y_test, svm.predict(X_test))]
+losses = {name: [svm.model.loss(y, p) for y, p in zip(Y_test, svm.predict(X_test), strict=True)]
           for name, svm in (("unary + pairwise", full), ("unary only", unary_only))}
 fig, ax = plt.subplots(figsize=(8, 3.5))
 order = np.argsort(losses["unary only"])

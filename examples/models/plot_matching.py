@@ -38,7 +38,7 @@ print(f"{svm.status_} after {svm.n_passes_} passes, gap {svm.gap_:.1e}; "
 predicted = svm.predict(X_test)
 true_links = sum(int((y >= 0).sum()) for y in Y_test)
 found_links = sum(int((p >= 0).sum()) for p in predicted)
-correct = sum(int(((p == y) & (y >= 0)).sum()) for p, y in zip(predicted, Y_test))
+correct = sum(int(((p == y) & (y >= 0)).sum()) for p, y in zip(predicted, Y_test, strict=True))
 print(f"links: precision {correct / found_links:.3f}, recall {correct / true_links:.3f}")
 
 # %%

@@ -45,7 +45,8 @@ def unary_guess(x, y_true):
     return np.concatenate([np.ravel(positions), y_true[2 * model.n_parts:]])
 
 
-unary_loss = np.mean([model.loss(y, unary_guess(x, y)) for x, y in zip(X_test, Y_test)])
+unary_loss = np.mean([model.loss(y, unary_guess(x, y))
+                      for x, y in zip(X_test, Y_test, strict=True)])
 print(f"test loss of the unary maps alone {unary_loss:.3f}, "
       f"of the trained tree model {1 - svm.score(X_test, Y_test):.3f}")
 

@@ -10,6 +10,7 @@ s_l = <w_l, x_i> and the true labelling y_i,
               = sum_l [y_l != y_il] (1/L + (1 - 2 y_il) s_l),
 
 so the loss-augmented argmax flips label l exactly when 1/L + (1 - 2 y_il) s_l > 0.
+(In the code, k is the label index.)
 psi_i(y) = vec(outer(y_i - y, x_i)) is nonzero only on the rows of flipped
 labels: the oracle writes it sparse (indices and values).
 """
@@ -54,31 +55,31 @@ cdef class MultiLabelOracle(MaxOracle):
     def __reduce__(self):
         return (MultiLabelOracle, (np.asarray(self.X), np.asarray(self.Y)))
 
-    cdef float64_t _label_score(self, intp_t i, intp_t l, const float64_t* w) noexcept nogil:
+    cdef float64_t _label_score(self, intp_t i, intp_t k, const float64_t* w) noexcept nogil:
         cdef intp_t f, F = self.n_inputs
         cdef float64_t acc = 0.0
         for f in range(F):
-            acc += w[l * F + f] * self.X[i, f]
+            acc += w[k * F + f] * self.X[i, f]
         return acc
 
     cdef void _write(self, intp_t i, const int32_t* labels, const float64_t* w,
                      Corner* out) noexcept nogil:
         # Fill the corner of labelling `labels`: psi_i(y), L_i(y) and H_i(y; w).
-        cdef intp_t l, f, F = self.n_inputs, nnz = 0, wrong = 0
+        cdef intp_t k, f, F = self.n_inputs, nnz = 0, wrong = 0
         cdef int32_t diff
         cdef float64_t value, dot = 0.0
-        for l in range(self.n_labels):
-            out.labels[l] = labels[l]
-            diff = self.Y[i, l] - labels[l]
+        for k in range(self.n_labels):
+            out.labels[k] = labels[k]
+            diff = self.Y[i, k] - labels[k]
             if diff == 0:
                 continue
             wrong += 1
             for f in range(F):
                 value = diff * self.X[i, f]
                 if value != 0.0:
-                    out.psi_idx[nnz] = <int32_t> (l * F + f)
+                    out.psi_idx[nnz] = <int32_t> (k * F + f)
                     out.psi_val[nnz] = value
-                    dot += w[l * F + f] * value
+                    dot += w[k * F + f] * value
                     nnz += 1
         out.n_labels = self.n_labels
         out.psi_nnz = nnz
@@ -86,25 +87,25 @@ cdef class MultiLabelOracle(MaxOracle):
         out.score = out.loss - dot
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
-        cdef intp_t l
+        cdef intp_t k
         cdef int32_t truth
         cdef float64_t gain
-        for l in range(self.n_labels):
-            truth = self.Y[i, l]
-            gain = 1.0 / self.n_labels + (1 - 2 * truth) * self._label_score(i, l, w)
-            out.labels[l] = 1 - truth if gain > 0.0 else truth
+        for k in range(self.n_labels):
+            truth = self.Y[i, k]
+            gain = 1.0 / self.n_labels + (1 - 2 * truth) * self._label_score(i, k, w)
+            out.labels[k] = 1 - truth if gain > 0.0 else truth
         self._write(i, out.labels, w, out)
         return 0
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
-        cdef intp_t l
+        cdef intp_t k
         if n_labels != self.n_labels:
             with gil:
                 raise ValueError(f"a labelling has {self.n_labels} entries, got {n_labels}")
-        for l in range(n_labels):
-            if labels[l] != 0 and labels[l] != 1:
+        for k in range(n_labels):
+            if labels[k] != 0 and labels[k] != 1:
                 with gil:
-                    raise ValueError(f"labels are 0 or 1, got {labels[l]}")
+                    raise ValueError(f"labels are 0 or 1, got {labels[k]}")
         self._write(i, labels, w, out)
         return 0

@@ -34,7 +34,7 @@ print(f"{dataset}: {len(X)} training words, {len(X_test)} test words, "
       f"{sum(len(y) for y in Y)} training letters")
 
 fig, axes = plt.subplots(1, 8, figsize=(8, 1.6))
-for ax, pixels, letter in zip(axes, X[0], Y[0]):
+for ax, pixels, letter in zip(axes, X[0], Y[0], strict=False):
     ax.imshow(pixels.reshape(16, 8), cmap="gray_r")
     ax.set_title(chr(ord("a") + letter))
     ax.axis("off")

@@ -78,7 +78,7 @@ for (sampling, step, cache), rows in runs.items():
     color = {("uniform", False): "C0", ("uniform", True): "C1", ("gap", False): "C2",
              ("gap", True): "C3"}[sampling, cache]
     style = "--" if step == "pairwise" else "-"
-    for ax, key in zip(axes, ("effective_passes", "time")):
+    for ax, key in zip(axes, ("effective_passes", "time"), strict=True):
         ax.semilogy([r[key] for r in rows], [r["gap"] for r in rows], style, color=color,
                     label=label)
 axes[0].set(xlabel="effective passes (oracle calls / n)", ylabel="duality gap")
