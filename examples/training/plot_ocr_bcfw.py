@@ -41,6 +41,7 @@ for ax, pixels, letter in zip(axes, X[0], Y[0], strict=False):
 for ax in axes[len(Y[0]):]:
     ax.axis("off")
 fig.suptitle("the first training word")
+fig.tight_layout()
 
 # %%
 # Train
