@@ -49,7 +49,7 @@ rst_epilog = "\n".join(
 # -- API reference -------------------------------------------------------------------------
 autosummary_generate = True
 autosummary_imported_members = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+autodoc_default_options = {"members": True, "inherited-members": "BaseException,tuple,object"}
 autodoc_typehints = "none"          # numpydoc's Parameters sections say the types
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
