@@ -16,7 +16,7 @@ import pytest
 
 from ssvm_core import FrankWolfeSSVM, SubgradientSSVM
 from ssvm_core.testing import random_chain_data, random_multiclass_data
-from ssvm_data.synthetic_matching import matching
+from ssvm_data.synthetic import matching
 from ssvm_oracles import ChainModel, GraphCutModel, MatchingModel, MulticlassModel, PoseModel
 
 
