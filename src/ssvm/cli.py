@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
-from pathlib import Path
+import zipfile
 
 import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
+from ssvm_core.files import check_writable_folder, save_json, save_npz
 
 DEFAULT_DATASET = "default"
 
@@ -26,13 +26,30 @@ def _resolve_dataset(name: str, data_home) -> str:
     return "ocr-small" if found.get("ocr-small") else "synthetic-ocr"
 
 
+def _load_state(path: str) -> SolverState:
+    """The ``--resume`` state; an unreadable file is a ``ValueError`` naming it."""
+    try:
+        return SolverState.load(path)
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        message = str(err)
+        if str(path) not in message:
+            message = f"cannot resume from {path}: {type(err).__name__}: {message}"
+        raise ValueError(message) from err
+
+
 def _train(args: argparse.Namespace) -> int:
     dataset = _resolve_dataset(args.dataset, args.data_home)
+    # Everything that can fail fast does so before the data are loaded and trained on.
+    out = check_writable_folder(args.out or f"runs/{dataset}-{args.solver}")
+    if args.resume is not None and args.solver == "ssg":
+        raise ValueError("--resume continues Frank-Wolfe states; SSG runs cannot resume")
+    state = None if args.resume is None else _load_state(args.resume)
+    # Resuming continues at the state's lambda unless --lam or --C asks for another one
+    # (the dual is then rescaled to it).
+    lam = state.lam if state is not None and args.lam is None and args.C is None else args.lam
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
     model = ssvm_data.model_for(dataset, Y, Y_test)
-    out = Path(args.out or f"runs/{dataset}-{args.solver}")
-    out.mkdir(parents=True, exist_ok=True)
     print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, solver {args.solver}, output {out}/")
 
@@ -48,7 +65,7 @@ def _train(args: argparse.Namespace) -> int:
         bar.refresh()
 
     svm = _estimator(args, model, progress) if args.solver == "ssg" else \
-        FrankWolfeSSVM(model, lam=args.lam, C=args.C, batch=args.solver == "fw",
+        FrankWolfeSSVM(model, lam=lam, C=args.C, batch=args.solver == "fw",
                          line_search=not args.no_line_search, sampling=args.sampling,
                          step=args.step, cache=args.cache, cache_size=args.cache_size,
                          n_samples=args.n_samples,
@@ -59,8 +76,8 @@ def _train(args: argparse.Namespace) -> int:
                          warm_start=args.resume is not None,
                          # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
                          box="model" if hasattr(model, "weight_bounds") else None)
-    if args.resume is not None:
-        svm.state_ = SolverState.load(args.resume)
+    if state is not None:
+        svm.state_ = state
     start = time.perf_counter()
     svm.fit(X, Y)
     bar.close()
@@ -72,9 +89,9 @@ def _train(args: argparse.Namespace) -> int:
         "fit_seconds": time.perf_counter() - start,
     }
     config = {k: v for k, v in vars(args).items() if k != "func"}
-    (out / "history.json").write_text(json.dumps(
-        {"config": config, "summary": summary, "history": svm.history_}, indent=1))
-    np.savez(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
+    save_json(out / "history.json",
+              {"config": config, "summary": summary, "history": svm.history_})
+    save_npz(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
              gap=getattr(svm, "gap_", math.nan), dataset=dataset)
     written = [out / "history.json", out / "model.npz"]
     if isinstance(svm, FrankWolfeSSVM):
@@ -92,8 +109,6 @@ def _train(args: argparse.Namespace) -> int:
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
-    if args.resume is not None:
-        raise ValueError("--resume continues Frank-Wolfe states; SSG runs cannot resume")
     if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
@@ -112,13 +127,14 @@ def _path(args: argparse.Namespace) -> int:
     """``ssvm path``: an eps-approximate (or heuristic) regularization path (ssvm_paths)."""
     from ssvm_paths import regularization_path
 
+    if args.max_scored < 1:
+        raise ValueError(f"--max-scored must be a positive integer, got {args.max_scored}")
     dataset = _resolve_dataset(args.dataset, args.data_home)
+    kind = "heuristic-path" if args.heuristic else "path"
+    out = check_writable_folder(args.out or f"runs/{dataset}-{kind}")
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
     model = ssvm_data.model_for(dataset, Y, Y_test)
-    kind = "heuristic-path" if args.heuristic else "path"
-    out = Path(args.out or f"runs/{dataset}-{kind}")
-    out.mkdir(parents=True, exist_ok=True)
     print(f"ssvm path: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, eps {args.eps}, step {args.step}, sampling {args.sampling}"
           f"{', cache' if not args.no_cache else ''}, output {out}/")
@@ -147,7 +163,7 @@ def _path(args: argparse.Namespace) -> int:
                "test_scores": [1.0 - model.mean_loss(Y_test, model.predict(X_test, path.weights[j]))
                                for j in scored]}
     config = {k: v for k, v in vars(args).items() if k != "func"}
-    (out / "path.json").write_text(json.dumps({"config": config, "path": summary}, indent=1))
+    save_json(out / "path.json", {"config": config, "path": summary})
     path.save(out / "path.npz")
     path.plot(out=out / "path.png", label=kind.replace("-", " "))
     best = int(np.argmax(summary["test_scores"]))
@@ -250,8 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"ssvm: error: {err}", file=sys.stderr)
+    except (OSError, ValueError) as err:
+        # One line, no traceback: bad arguments, unreadable inputs, unwritable outputs.
+        message = " ".join(str(err).split())
+        print(f"ssvm: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -87,7 +87,7 @@ def test_enumeration_feature_map_and_loss_against_direct_formulas(n_s, n_t, seed
 def test_predict_is_the_maximum_weight_matching(data):
     model, X, Y, rng = data
     model.bind(X, Y)                           # infers n_features
-    for w in _weights(rng, model.n_features):
+    for w in _weights(rng, model.size_joint_feature):
         for x, y in zip(X, model.predict(X, w)):
             best = max(w @ model.joint_feature(x, c) for c in model.enumerate_labellings(x))
             assert w @ model.joint_feature(x, y) == pytest.approx(best, abs=1e-10)

@@ -172,8 +172,8 @@ def test_feature_count_is_inferred_per_bind_and_enforced_when_given():
     assert model.bind(np.ones((2, 4)), [0, 1]).n_features == 8
     assert model.n_features_in_ == 4
     # ... and predict names the width mismatch between inputs and weights.
-    with pytest.raises(ValueError, match="2 classes and 5 features, hence 10 weights, but w "
-                                         r"has shape \(8,\)"):
+    with pytest.raises(ValueError, match=r"w has shape \(8,\), expected \(10,\) for inputs "
+                                         "with 2 classes and 5 features"):
         model.predict(np.ones((2, 5)), np.zeros(8))
     fixed = MulticlassModel(2, n_features=3)
     with pytest.raises(ValueError, match="X has 4 features, expected 3"):

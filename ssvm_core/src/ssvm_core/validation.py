@@ -16,7 +16,7 @@ def check_weights(w, n_features: int, layout: str | None = None) -> np.ndarray:
         Their expected length d.
     layout : str, optional
         What d is made of, for the message when the length differs (e.g.
-        ``"3 classes x 5 input features"``): a model's ``predict`` names the
+        ``"3 classes and 5 features"``): a model's ``predict`` names the
         feature width of its inputs, so that inputs of another width than the
         training data give an error that says so.  Default None.
 
@@ -24,11 +24,10 @@ def check_weights(w, n_features: int, layout: str | None = None) -> np.ndarray:
     """
     w = np.ascontiguousarray(w, dtype=np.float64)
     if w.shape != (n_features,):
-        if layout is not None:
-            raise ValueError(f"the inputs have {layout}, hence {n_features} weights, but w "
-                             f"has shape {w.shape}: were the weights learned on inputs of "
-                             "another feature width?")
-        raise ValueError(f"w has shape {w.shape}, expected ({n_features},)")
+        where = "" if layout is None else (
+            f" for inputs with {layout} (were the weights learned on inputs of another "
+            "feature width?)")
+        raise ValueError(f"w has shape {w.shape}, expected ({n_features},){where}")
     if not np.all(np.isfinite(w)):
         raise ValueError("w has non-finite entries (NaN or infinity)")
     return w
