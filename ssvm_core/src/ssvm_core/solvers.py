@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -14,6 +15,8 @@ from ssvm_core import _active, _fw
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
+from ssvm_core.executors import SerialExecutor, resolve_executor
+from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
@@ -62,7 +65,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           state: SolverState | None = None, initial_gap_pass: bool = True,
           random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
-          n_jobs: int | None = None, verbose: int = 0) -> SolveResult:
+          n_jobs: int | None = None, verbose: int = 0,
+          batch_blocks: int = 1, executor=None) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -152,6 +156,16 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         Threads for gap passes with a Cython oracle (None: 1, -1: all cores).
     verbose : int
         0 silent, 1 a line per gap check, 2 a line per pass.
+    batch_blocks : int
+        tau of mini-batch BCFW (Wang et al., 2016; ``ssvm_core.minibatch``):
+        each round draws tau distinct blocks, makes their oracle calls at
+        once (on ``executor``) and then applies the tau steps in the order
+        drawn, each with its line search at the current iterate.  1 is
+        BCFW; with the serial executor it follows exactly the BCFW path.
+    executor : None, "threads", distributed.Client or Executor
+        Where a round's oracle calls (and batch FW's corners) run: None in
+        this thread, "threads" in ``n_jobs`` threads, a Dask client on its
+        cluster (see ``ssvm_core.executors``).
 
     Returns
     -------
@@ -179,6 +193,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
                    n_samples)
     n_jobs = effective_n_jobs(n_jobs)
+    if int(batch_blocks) != batch_blocks or batch_blocks < 1:          # mini-batch (issue 13)
+        raise ValueError(f"batch_blocks must be a positive integer, got {batch_blocks!r}")
+    pool = resolve_executor(executor, n_jobs)                           # mini-batch
+    rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)  # mini-batch
     active_sets = step != "fw" or cache or n_samples > 1
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
@@ -189,7 +207,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     start = (state.passes, state.oracle_calls, state.elapsed)
     replaced_before = state.replaced_answers
 
-    with stop_on_sigint() as stop:
+    owned = pool if pool is not executor else contextlib.nullcontext()  # mini-batch
+    with stop_on_sigint() as stop, owned:
         if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
             run.gap_check()
         else:
@@ -199,8 +218,16 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = "callback"
         while status is None:
             calls = oracle.n_blocks
-            if batch:
+            if batch and rounds:                                        # mini-batch
+                run.timed(batch_fw_step, oracle, state, pool, line_search)
+            elif batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
+            elif rounds:                                                # mini-batch
+                calls = run.timed(minibatch_pass, oracle, state, pool, rng, batch_blocks,
+                                  sampling=sampling, line_search=line_search,
+                                  active_sets=active_sets, step=step, cache=cache,
+                                  cache_factor=cache_factor, cache_nu=cache_nu,
+                                  n_samples=n_samples)
             elif active_sets:
                 order, uniforms = _block_order(rng, sampling, state)
                 calls = run.timed(_active.active_pass, oracle, state, order, step=step,
@@ -431,7 +458,7 @@ class FrankWolfeSSVM(BaseSSVM):
         ``lam`` and ``C``.
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu,
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, time_budget, gap_check_every,
-    random_state, callback, n_jobs, verbose :
+    random_state, callback, n_jobs, verbose, batch_blocks, executor :
         See ``ssvm_core.solve``.
     box : (lower, upper), "model" or None
         Box constraints on w (see ``ssvm_core.solve``); ``"model"`` takes
@@ -465,7 +492,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  psi_float32: bool = False, box=None, averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, warm_start: bool = False, random_state=None,
-                 callback=None, n_jobs: int | None = None, verbose: int = 0):
+                 callback=None, n_jobs: int | None = None, verbose: int = 0,
+                 batch_blocks: int = 1, executor=None):
         self.model = model
         self.lam = lam
         self.C = C
@@ -491,6 +519,8 @@ class FrankWolfeSSVM(BaseSSVM):
         self.callback = callback
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.batch_blocks = batch_blocks
+        self.executor = executor
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
@@ -505,7 +535,8 @@ class FrankWolfeSSVM(BaseSSVM):
                        max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
                        time_budget=self.time_budget, gap_check_every=self.gap_check_every,
                        state=state, random_state=self.random_state, callback=self.callback,
-                       n_jobs=self.n_jobs, verbose=self.verbose)
+                       n_jobs=self.n_jobs, verbose=self.verbose,
+                       batch_blocks=self.batch_blocks, executor=self.executor)
         self.lam_ = lam
         self.w_ = result.w
         self.gap_ = result.gap
