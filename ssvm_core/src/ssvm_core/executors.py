@@ -136,6 +136,12 @@ class _Shard:
             self.oracle, self.offset = take(np.arange(start, stop)), self.start
         else:
             self.oracle, self.offset = oracle, 0
+        self._nbytes = _payload_bytes(self.oracle)
+
+    def __sizeof__(self) -> int:
+        # Dask's cost model reads sys.getsizeof: a shard is as big as its arrays,
+        # so the scheduler runs tasks where their shard is instead of copying it.
+        return self._nbytes
 
     def solve(self, w: np.ndarray, blocks: np.ndarray, n_samples: int) -> Answers:
         answers = solve_blocks(self.oracle, w, blocks - self.offset, n_samples)
@@ -184,6 +190,7 @@ class DaskExecutor(Executor):
         self._oracle: MaxOracle | None = None
         self._bounds = np.zeros(1, dtype=np.intp)
         self._shards: list = []
+        self._homes: list = []
         self.resubmitted = 0          # tasks submitted again after a lost worker
 
     @property
@@ -193,11 +200,17 @@ class DaskExecutor(Executor):
     def _workers(self) -> list[str]:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
-    def _scatter(self, k: int, workers: list[str]):
+    def _scatter(self, k: int, workers: list[str]) -> None:
+        """Send shard k to a worker (round robin over ``workers``)."""
         shard = _Shard(self._oracle, self._bounds[k], self._bounds[k + 1])
-        target = workers[k % len(workers)] if workers else None
-        return self.client.scatter(shard, workers=None if target is None else [target],
-                                   hash=False)
+        home = [workers[k % len(workers)]] if workers else None
+        self._shards[k] = self.client.scatter(shard, workers=home, hash=False)
+        self._homes[k] = home
+
+    def _submit(self, func, k: int, *args):
+        """Run ``func(shard k, *args)`` on the shard's worker (elsewhere if it is gone)."""
+        return self.client.submit(func, self._shards[k], *args, workers=self._homes[k],
+                                  allow_other_workers=True, pure=False)
 
     def _place(self, oracle: MaxOracle) -> None:
         """Scatter the shards of ``oracle`` (once per oracle)."""
@@ -209,12 +222,14 @@ class DaskExecutor(Executor):
         n_shards = min(self.n_shards or max(len(workers), 1), n)
         self._oracle = oracle
         self._bounds = np.linspace(0, n, n_shards + 1).round().astype(np.intp)
-        self._shards = [self._scatter(k, workers) for k in range(n_shards)]
+        self._shards, self._homes = [None] * n_shards, [None] * n_shards
+        for k in range(n_shards):
+            self._scatter(k, workers)
 
     def _run(self, keys, submit) -> dict:
-        """``{k: submit(shard future k, k).result()}``, re-scattering lost shards."""
+        """``{k: submit(k).result()}``, re-scattering the shards of lost tasks."""
         lost_errors = _lost_errors()
-        futures = {k: submit(self._shards[k], k) for k in keys}
+        futures = {k: submit(k) for k in keys}
         results = {}
         for attempt in range(self.max_retries + 1):
             lost = []
@@ -229,9 +244,10 @@ class DaskExecutor(Executor):
                 break
             workers = self._workers()
             for k in lost:
-                self._shards[k] = self._scatter(k, workers)
+                self._shards[k].release()
+                self._scatter(k, workers)
             self.resubmitted += len(lost)
-            futures = {k: submit(self._shards[k], k) for k in lost}
+            futures = {k: submit(k) for k in lost}
         raise RuntimeError(f"Dask workers were lost {self.max_retries + 1} times in a row; "
                            "giving up")
 
@@ -245,24 +261,42 @@ class DaskExecutor(Executor):
             raise IndexError(f"block indices must lie in [0, {oracle.n_blocks})")
         owner = np.searchsorted(self._bounds, blocks, side="right") - 1
         groups = {int(k): blocks[owner == k] for k in np.unique(owner)}
-        submit = self.client.submit
-        results = self._run(groups, lambda shard, k: submit(
-            _shard_solve, shard, w, groups[k], n_samples, pure=False))
+        results = self._run(groups, lambda k: self._submit(_shard_solve, k, w, groups[k],
+                                                           n_samples))
         return Answers.concat([results[k] for k in sorted(results)])
 
     def max_scores(self, oracle, w):
         self._place(oracle)
         w = _weights(w)
-        submit = self.client.submit
         keys = range(len(self._shards))
-        results = self._run(keys, lambda shard, k: submit(_shard_scores, shard, w, pure=False))
+        results = self._run(keys, lambda k: self._submit(_shard_scores, k, w))
         return np.concatenate([results[k] for k in keys])
 
     def close(self):
         for fut in self._shards:
             fut.release()
-        self._shards = []
+        self._shards, self._homes = [], []
         self._oracle = None
+
+
+def _payload_bytes(obj, depth: int = 0) -> int:
+    """Bytes of the NumPy arrays an object pickles (through ``__reduce__``), roughly."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if depth > 4:
+        return 0
+    if isinstance(obj, (list, tuple)):
+        return sum(_payload_bytes(x, depth + 1) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_payload_bytes(x, depth + 1) for x in obj.values())
+    if isinstance(obj, MaxOracle):
+        try:
+            return _payload_bytes(obj.__reduce__()[1], depth + 1)
+        except TypeError:
+            return 0
+    if hasattr(obj, "__dict__"):
+        return _payload_bytes(vars(obj), depth + 1)
+    return 0
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:
