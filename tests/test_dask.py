@@ -191,3 +191,15 @@ def test_killed_worker_mid_round_gives_the_undisturbed_result(tmp_path):
     np.testing.assert_allclose(result.w, undisturbed.w, rtol=1e-12, atol=1e-14)
     assert result.gap == pytest.approx(undisturbed.gap, rel=1e-10)
     assert result.state.oracle_calls == undisturbed.state.oracle_calls
+
+
+def test_cli_dask_local_cluster_follows_serial(tmp_path):
+    from ssvm.cli import main
+    base = ["train", "--dataset", "synthetic-chain", "--max-passes", "2", "--tol", "0",
+            "--gap-check-every", "2", "--batch-blocks", "16", "--quiet"]
+    assert main(base + ["--out", str(tmp_path / "serial")]) == 0
+    assert main(base + ["--dask-local", "1", "--out", str(tmp_path / "dask")]) == 0
+    a, b = (np.load(tmp_path / name / "model.npz")["w"] for name in ("serial", "dask"))
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    with pytest.raises(SystemExit):
+        main(base + ["--dask-local", "1", "--scheduler", "tcp://127.0.0.1:1"])

@@ -257,3 +257,17 @@ def test_python_oracles_run_in_one_thread_with_a_warning():
                   tol=0, random_state=1)
     a = solve(brute, 0.1, batch_blocks=3, max_passes=2, tol=0, random_state=1)
     np.testing.assert_array_equal(a.w, b.w)
+
+
+def test_cli_batch_blocks_with_threads_follows_serial(tmp_path):
+    from ssvm.cli import main
+    base = ["train", "--dataset", "synthetic-chain", "--max-passes", "3", "--tol", "0",
+            "--gap-check-every", "3", "--batch-blocks", "8", "--quiet"]
+    assert main(base + ["--out", str(tmp_path / "serial")]) == 0
+    assert main(base + ["--n-jobs", "2", "--out", str(tmp_path / "threads")]) == 0
+    a, b = (np.load(tmp_path / name / "model.npz")["w"] for name in ("serial", "threads"))
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    plain = ["train", "--dataset", "synthetic-chain", "--max-passes", "3", "--tol", "0",
+             "--gap-check-every", "3", "--quiet", "--out", str(tmp_path / "bcfw")]
+    assert main(plain) == 0
+    assert not np.array_equal(np.load(tmp_path / "bcfw" / "model.npz")["w"], a)

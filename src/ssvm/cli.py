@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -69,6 +70,8 @@ def _train(args: argparse.Namespace) -> int:
             bar.set_postfix(gap=f"{gap:.3e}", refresh=False)
         bar.refresh()
 
+    stack = contextlib.ExitStack()
+    executor = _enter_executor(args, stack)
     svm = _estimator(args, model, progress) if args.solver == "ssg" else \
         FrankWolfeSSVM(model, lam=args.lam, C=args.C, batch=args.solver == "fw",
                          line_search=not args.no_line_search, sampling=args.sampling,
@@ -78,13 +81,15 @@ def _train(args: argparse.Namespace) -> int:
                          max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
                          time_budget=args.time_budget, gap_check_every=args.gap_check_every,
                          random_state=args.seed, callback=progress, n_jobs=args.n_jobs,
+                         batch_blocks=args.batch_blocks, executor=executor,
                          warm_start=args.resume is not None,
                          # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
                          box="model" if hasattr(model, "weight_bounds") else None)
     if args.resume is not None:
         svm.state_ = SolverState.load(args.resume)
     start = time.perf_counter()
-    svm.fit(X, Y)
+    with stack:
+        svm.fit(X, Y)
     bar.close()
     summary = {
         "dataset": dataset, "model": repr(model), "solver": args.solver, "lam": svm.lam_,
@@ -110,6 +115,26 @@ def _train(args: argparse.Namespace) -> int:
           f"test score {summary['test_score']:.4f} ({summary['fit_seconds']:.1f} s)")
     print("wrote " + ", ".join(str(f) for f in written))
     return 0
+
+
+def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
+    """The executor of mini-batch rounds: a Dask client (entered on ``stack``, with its
+    local cluster for --dask-local), "threads" (--n-jobs with --batch-blocks) or None."""
+    if args.scheduler is None and args.dask_local is None:
+        return "threads" if args.n_jobs not in (None, 1) and args.batch_blocks > 1 else None
+    try:
+        import distributed
+    except ImportError as exc:
+        raise SystemExit("--scheduler and --dask-local need dask.distributed: "
+                         "pip install 'ssvm-core[dask]'") from exc
+    if args.scheduler is not None:
+        return stack.enter_context(distributed.Client(args.scheduler))
+    if args.dask_local < 1:
+        raise SystemExit(f"--dask-local needs at least 1 worker, got {args.dask_local}")
+    cluster = stack.enter_context(distributed.LocalCluster(
+        n_workers=args.dask_local, threads_per_worker=1, processes=True,
+        dashboard_address=":0"))
+    return stack.enter_context(distributed.Client(cluster))
 
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
@@ -231,7 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--gap-check-every", type=int, default=10)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--n-jobs", type=int, default=None,
-                       help="threads for gap passes (-1: all cores)")
+                       help="threads for gap passes and, with --batch-blocks, oracle calls "
+                            "(-1: all cores)")
+    train.add_argument("--batch-blocks", type=int, default=1, metavar="TAU",
+                       help="mini-batch BCFW: oracle calls of TAU blocks at once per round")
+    dask = train.add_mutually_exclusive_group()
+    dask.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="run the oracle calls on this Dask scheduler's workers")
+    dask.add_argument("--dask-local", type=int, default=None, metavar="N",
+                      help="run the oracle calls on a local Dask cluster of N processes")
     train.add_argument("--out", default=None, help="output folder (default runs/DATASET-SOLVER)")
     train.add_argument("--resume", default=None, metavar="STATE_NPZ",
                        help="continue from a state.npz written by an earlier run")
