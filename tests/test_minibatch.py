@@ -271,3 +271,35 @@ def test_cli_batch_blocks_with_threads_follows_serial(tmp_path):
              "--gap-check-every", "3", "--quiet", "--out", str(tmp_path / "bcfw")]
     assert main(plain) == 0
     assert not np.array_equal(np.load(tmp_path / "bcfw" / "model.npz")["w"], a)
+
+
+def test_bench_parallel_script_and_asv_suite_run(tmp_path, monkeypatch):
+    import csv
+    import itertools
+    from pathlib import Path
+
+    from strategies import load_bench_script
+    bench = load_bench_script("bench_parallel")
+    monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
+    report = bench.main(["--problems", "horseseg", "ocr", "--executors", "serial", "threads",
+                         "--taus", "1", "4", "--horse-images", "4", "--ocr-words", "12",
+                         "--passes", "2", "--check-every", "1", "--seeds", "0", "1",
+                         "--csv", str(tmp_path / "p.csv"), "--png", str(tmp_path / "p.png")])
+    assert (tmp_path / "p.png").stat().st_size > 0
+    rows = list(csv.DictReader(open(tmp_path / "p.csv")))
+    assert {r["kind"] for r in rows} == {"time", "gap"}
+    assert len([r for r in rows if r["kind"] == "time"]) == 2 * 2 * 2
+    assert report["summary"]["ocr/tau=4/median_gap_after_2"] >= 0
+    monkeypatch.setenv("SSVM_BENCH_PROFILE", "fast")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import ssvm_bench.common
+    import ssvm_bench.parallel
+    ssvm_bench.common._bound_oracle.cache_clear()
+    ssvm_bench.parallel._warm_state.cache_clear()
+    suite = ssvm_bench.parallel.MiniBatchSuite()
+    for tau, executor in itertools.product(*suite.params[1:]):
+        suite.setup("ocr-like-fast", tau, executor)
+        steps = suite.state.n_steps
+        suite.time_one_pass("ocr-like-fast", tau, executor)
+        suite.teardown("ocr-like-fast", tau, executor)
+        assert suite.state.n_steps == steps + suite.oracle.n_blocks
