@@ -8,4 +8,5 @@ _spec = importlib.util.spec_from_file_location("_ssvm_build", "src/ssvm_core/_bu
 _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 
-setup(ext_modules=_build.cython_extensions("ssvm_core", ["_oracle", "_atoms", "_fw", "_active", "_ssg"]))
+setup(ext_modules=_build.cython_extensions(
+    "ssvm_core", ["_oracle", "_atoms", "_fw", "_active", "_ssg", "_batch"]))

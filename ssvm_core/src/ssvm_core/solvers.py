@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
@@ -14,6 +15,8 @@ from ssvm_core import _active, _fw
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
+from ssvm_core.executors import SerialExecutor, resolve_executor
+from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
 from ssvm_core.options import NAMES, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
@@ -67,7 +70,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           state: SolverState | None = None, initial_gap_pass: bool = True,
           random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
-          n_jobs: int | None = None, verbose: int = 0) -> SolveResult:
+          n_jobs: int | None = None, verbose: int = 0,
+          batch_blocks: int = 1, executor=None) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -111,8 +115,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                   max_oracle_calls=max_oracle_calls, time_budget=time_budget,
                   gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
                   random_state=random_state, callback=callback, n_jobs=n_jobs,
-                  verbose=verbose))
+                  verbose=verbose, batch_blocks=batch_blocks, executor=executor))
     n_jobs = effective_n_jobs(n_jobs)
+    pool = resolve_executor(executor, n_jobs)
+    rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
     # A state that keeps active sets keeps them whatever the step: plain FW
     # steps then go through the active-set kernel, so alpha never drifts from v.
     active_sets = (step != "fw" or cache or n_samples > 1
@@ -122,11 +128,13 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    run = _Run(oracle, state, averaging, callback, n_jobs, verbose)
+    run = _Run(oracle, state, averaging, callback, n_jobs, verbose,
+               None if isinstance(pool, SerialExecutor) else pool)
     start = (state.passes, state.oracle_calls, state.elapsed)
     replaced_before = state.replaced_answers
 
-    with stop_on_sigint() as stop:
+    owned = pool if pool is not executor else contextlib.nullcontext()
+    with stop_on_sigint() as stop, owned:
         if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
             # a state that has not stepped since its dual point was set (fresh,
             # rescaled, shrunk) has no estimates to keep: the check feeds them
@@ -139,8 +147,16 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = "callback"
         while status is None:
             calls = oracle.n_blocks
-            if batch:
+            if batch and rounds:                                      
+                run.timed(batch_fw_step, oracle, state, pool, line_search)
+            elif batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
+            elif rounds:      
+                calls = run.timed(minibatch_pass, oracle, state, pool, rng, batch_blocks,
+                                  sampling=sampling, line_search=line_search,
+                                  active_sets=active_sets, step=step, cache=cache,
+                                  cache_factor=cache_factor, cache_nu=cache_nu,
+                                  n_samples=n_samples)
             elif active_sets:
                 order, uniforms = _block_order(rng, sampling, state)
                 calls = run.timed(_active.active_pass, oracle, state, order, step=step,
@@ -184,8 +200,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
 class _Run:
     """Counters, gap checks and history of one call to ``solve``."""
 
-    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose):
-        self.oracle, self.state = oracle, state
+    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose, pool):
+        self.oracle, self.state, self.pool = oracle, state, pool
         self.averaging, self.callback, self.verbose = averaging, callback, verbose
         self.n_jobs = n_jobs
         self.history: list[dict] = []
@@ -218,10 +234,16 @@ class _Run:
         as an uninterrupted one.
         """
         st, n = self.state, self.oracle.n_blocks
-        scores = self.timed(max_scores, self.oracle, st.w, self.n_jobs)
+        scores = self.timed(self._max_scores, st.w)
         self._add_calls(n)
         primal, _ = st.record_gap_pass(scores, refresh)
         self._record_gap(primal)
+
+    def _max_scores(self, w):
+        """max_y H_i(y; w) of every block, on the run's executor (threads by n_jobs if none)."""
+        if self.pool is not None:
+            return self.pool.max_scores(self.oracle, w)
+        return max_scores(self.oracle, w, self.n_jobs)
 
     def known_gap(self) -> None:
         """The start-of-solve gap check from the state's exact gaps, without oracle calls."""
@@ -238,7 +260,7 @@ class _Run:
                 primal_avg = primal
             else:
                 w_avg = st.averaged_w()
-                scores = self.timed(max_scores, self.oracle, w_avg, self.n_jobs)
+                scores = self.timed(self._max_scores, w_avg)
                 self._add_calls(n)
                 primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + float(np.sum(scores)) / n
             dual_avg = dual_objective(st, averaged=True)
@@ -363,7 +385,7 @@ class FrankWolfeSSVM(BaseSSVM):
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
     time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
-    verbose :
+    verbose, batch_blocks, executor :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
     box : (lower, upper), "model" or None
@@ -399,7 +421,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
                  warm_start: bool = False, random_state=None,
-                 callback=None, n_jobs: int | None = None, verbose: int = 0):
+                 callback=None, n_jobs: int | None = None, verbose: int = 0,
+                 batch_blocks: int = 1, executor=None):
         self.model = model
         self.lam = lam
         self.C = C
@@ -426,6 +449,8 @@ class FrankWolfeSSVM(BaseSSVM):
         self.callback = callback
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.batch_blocks = batch_blocks
+        self.executor = executor
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""

@@ -1,0 +1,302 @@
+"""Mini-batch BCFW: time per pass and exact gap against passes, by tau and executor.
+
+Three problems: the pose oracle (``ssvm_data.lsp_like`` on a ``--pose-grid``
+square grid, tree max-sum with distance transforms, box of the model), graph
+cuts (``ssvm_data.horseseg_like``, box w_P >= 0) and OCR-large (the real file
+from ``$SSVM_DATA_HOME/ocr``; synthetic ``ocr_like`` words of the same size
+without it, and the report says so).  For each problem:
+
+- **time per pass** for every tau in ``--taus`` and every executor in
+  ``--executors`` (``serial``; ``threads``: ``ThreadExecutor(2)``; ``dask``:
+  a ``LocalCluster`` of 2 worker processes, one thread each): wall seconds
+  of a pass of n block steps from a state warmed by one BCFW pass, median
+  of ``--timing-passes``; split into the time waiting for answers (the
+  executor) and the rest (the steps, in this process), with the bytes of
+  answers moved.  tau = 1 with the serial executor is plain BCFW
+  (``_fw.bcfw_pass``, the path ``solve`` takes).
+- **exact gap against passes** for every tau (``solve(batch_blocks=tau)``,
+  serial executor, exact gap checks every ``--check-every`` passes) over the
+  seeds ``--seeds`` (pose: the first seed only, ``--pose-seeds``).  The
+  executors give the same iterates up to rounding (``tests/test_minibatch.py``,
+  ``tests/test_dask.py``), so the curves are measured once.  A pass is n
+  block steps, i.e. n oracle calls (the effective passes of Lacoste-Julien
+  et al. (2013), gap checks not counted).
+
+Writes a CSV (one row per measurement), a PNG (time per pass against tau;
+median gap against passes) and, with ``--json``, the report with the
+machine header.  Timings on a shared machine are noisy: the executors are
+timed side by side, tau by tau.
+
+Example::
+
+    SSVM_DATA_HOME=/work/shared/data python benchmarks/scripts/bench_parallel.py \\
+        --csv parallel.csv --png parallel.png --json parallel.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import os
+import statistics
+import time
+
+import numpy as np
+from _report import print_header, write_json
+
+from ssvm_core import SolverState, solve
+from ssvm_core import _fw
+from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
+from ssvm_core.files import atomic_write
+from ssvm_core.minibatch import minibatch_pass
+
+PROBLEMS = ("pose", "horseseg", "ocr")
+EXECUTORS = ("serial", "threads", "dask")
+
+
+class _Metered(Executor):
+    """Wraps an executor: wall seconds spent in ``solve_blocks`` and bytes of answers."""
+
+    def __init__(self, inner: Executor):
+        self.inner, self.seconds, self.bytes, self.rounds = inner, 0.0, 0, 0
+
+    @property
+    def n_workers(self) -> int:
+        return self.inner.n_workers
+
+    def solve_blocks(self, oracle, w, blocks, n_samples=1):
+        start = time.perf_counter()
+        answers = self.inner.solve_blocks(oracle, w, blocks, n_samples)
+        self.seconds += time.perf_counter() - start
+        self.bytes += answers.nbytes
+        self.rounds += 1
+        return answers
+
+    def max_scores(self, oracle, w):
+        return self.inner.max_scores(oracle, w)
+
+
+def _problem(name: str, args) -> dict:
+    """``oracle``, ``lam``, ``box`` and a description of one problem."""
+    if name == "pose":
+        from ssvm_data import lsp_like
+        from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
+        from ssvm_oracles import PoseModel
+        X, Y = lsp_like(args.pose_images, grid=(args.pose_grid, args.pose_grid), random_state=0)
+        model = PoseModel(POSE_TREE_PARENTS, SCALE_PARTS)
+        return {"oracle": model.bind(X, Y), "lam": args.pose_lam, "box": model.weight_bounds(),
+                "data": f"lsp_like({args.pose_images}, grid={args.pose_grid}x{args.pose_grid})"}
+    if name == "horseseg":
+        from ssvm_data import horseseg_like
+        from ssvm_oracles import GraphCutModel
+        X, Y = horseseg_like(args.horse_images, random_state=0)
+        model = GraphCutModel()
+        return {"oracle": model.bind(X, Y), "lam": args.horse_lam,
+                "box": model.weight_bounds(), "data": f"horseseg_like({args.horse_images})"}
+    import ssvm_data
+    from ssvm_oracles import ChainModel
+    home = os.environ.get("SSVM_DATA_HOME")
+    if home:
+        X, Y, _, _ = ssvm_data.load_ocr(split="large", data_home=home, download=False)
+        data = "ocr-large (real)"
+    else:
+        n = args.ocr_words or 6251
+        X, Y = ssvm_data.synthetic.ocr_like(n, random_state=0)
+        data = f"ocr_like({n}) (synthetic: SSVM_DATA_HOME unset)"
+    if args.ocr_words:
+        X, Y, data = X[:args.ocr_words], Y[:args.ocr_words], f"{data}[:{args.ocr_words}]"
+    return {"oracle": ChainModel(n_states=26).bind(X, Y), "lam": args.ocr_lam, "box": None,
+            "data": data}
+
+
+def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState) -> dict:
+    """Median wall seconds per pass (and its split) from copies of ``warm``."""
+    oracle = prob["oracle"]
+    rows = []
+    for k in range(passes):
+        state = warm.copy()
+        rng = np.random.default_rng(100 + k)
+        meter = _Metered(executor) if executor is not None else None
+        start = time.perf_counter()
+        if meter is None:              # BCFW's own path: what solve runs for tau = 1
+            order = rng.integers(0, oracle.n_blocks, size=oracle.n_blocks).astype(np.intp)
+            _fw.bcfw_pass(oracle, state, order, True)
+        else:
+            minibatch_pass(oracle, state, meter, rng, tau)
+        wall = time.perf_counter() - start
+        rows.append({"pass_s": wall, "answers_s": meter.seconds if meter else wall,
+                     "steps_s": wall - meter.seconds if meter else 0.0,
+                     "bytes": meter.bytes if meter else 0,
+                     "rounds": meter.rounds if meter else oracle.n_blocks})
+    best = sorted(rows, key=lambda r: r["pass_s"])[len(rows) // 2]
+    return best
+
+
+def _executor(name: str, stack: contextlib.ExitStack, workers: int):
+    if name == "serial":
+        return SerialExecutor()
+    if name == "threads":
+        return stack.enter_context(ThreadExecutor(workers))
+    import distributed
+    cluster = stack.enter_context(distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+        silence_logs=40))
+    client = stack.enter_context(distributed.Client(cluster))
+    return stack.enter_context(resolve_executor(client))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", choices=PROBLEMS, default=list(PROBLEMS))
+    parser.add_argument("--taus", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--executors", nargs="+", choices=EXECUTORS, default=list(EXECUTORS))
+    parser.add_argument("--workers", type=int, default=2, help="threads / Dask processes")
+    parser.add_argument("--timing-passes", type=int, default=1)
+    parser.add_argument("--passes", type=int, default=20, help="passes of the gap curves")
+    parser.add_argument("--check-every", type=int, default=5)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--pose-seeds", type=int, default=1, help="seeds used for pose")
+    parser.add_argument("--no-curves", action="store_true", help="timings only")
+    parser.add_argument("--pose-images", type=int, default=32)
+    parser.add_argument("--pose-grid", type=int, default=32)
+    parser.add_argument("--pose-lam", type=float, default=10.0)
+    parser.add_argument("--horse-images", type=int, default=50)
+    parser.add_argument("--horse-lam", type=float, default=0.01)
+    parser.add_argument("--ocr-lam", type=float, default=0.01)
+    parser.add_argument("--ocr-words", type=int, default=None, help="first N words only")
+    parser.add_argument("--csv", default=None)
+    parser.add_argument("--png", default=None)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    command, machine = print_header("bench_parallel.py", argv)
+    timing_rows, curve_rows, problems = [], [], {}
+    with contextlib.ExitStack() as stack:
+        executors = {name: _executor(name, stack, args.workers) for name in args.executors}
+        for pname in args.problems:
+            prob = _problem(pname, args)
+            oracle = prob["oracle"]
+            problems[pname] = {"data": prob["data"], "n": oracle.n_blocks,
+                               "d": oracle.n_features, "lam": prob["lam"]}
+            print(f"\n{pname}: {prob['data']}, n = {oracle.n_blocks}, d = {oracle.n_features},"
+                  f" lam = {prob['lam']}")
+            warm = solve(oracle, prob["lam"], box=prob["box"], max_passes=1, tol=0,
+                         gap_check_every=1, random_state=0).state
+            for ex in executors.values():             # scatter shards, start threads
+                ex.solve_blocks(oracle, warm.w, np.arange(min(2, oracle.n_blocks)))
+            for tau in args.taus:
+                line = f"  tau {tau:3d}:"
+                for ename, ex in executors.items():
+                    plain = ename == "serial" and tau == 1
+                    row = _time_passes(prob, None if plain else ex, tau, args.timing_passes,
+                                       warm)
+                    row.update(problem=pname, executor=ename, tau=tau, kind="time")
+                    timing_rows.append(row)
+                    line += f"  {ename} {row['pass_s']:.3f}s"
+                print(line + "  (s per pass)")
+            if args.no_curves:
+                continue
+            seeds = args.seeds[:args.pose_seeds] if pname == "pose" else args.seeds
+            for tau in args.taus:
+                finals = []
+                for seed in seeds:
+                    res = solve(oracle, prob["lam"], box=prob["box"], batch_blocks=tau,
+                                max_passes=args.passes, gap_check_every=args.check_every,
+                                tol=0, random_state=seed)
+                    for rec in res.history:
+                        if rec["gap"] is not None:
+                            curve_rows.append({"problem": pname, "tau": tau, "seed": seed,
+                                               "kind": "gap", "pass": rec["pass"],
+                                               "gap": rec["gap"], "gap_avg": rec["gap_avg"],
+                                               "time": rec["time"]})
+                    finals.append(res.gap)
+                print(f"  tau {tau:3d}: gap after {args.passes} passes (median of "
+                      f"{len(seeds)} seeds) {statistics.median(finals):.4g}")
+    report = {"command": command, "machine": machine, "problems": problems,
+              "timings": timing_rows, "curves": curve_rows,
+              "load_average": os.getloadavg()}
+    _summarise(report, args)
+    if args.csv:
+        keys = ["problem", "kind", "executor", "tau", "seed", "pass", "pass_s", "answers_s",
+                "steps_s", "bytes", "rounds", "gap", "gap_avg", "time"]
+        with atomic_write(args.csv, "w") as f:
+            writer = csv.DictWriter(f, fieldnames=keys)
+            writer.writeheader()
+            for row in timing_rows + curve_rows:
+                writer.writerow({k: row.get(k, "") for k in keys})
+        print(f"wrote {args.csv}")
+    if args.png:
+        _plot(report, args.png)
+    write_json(args.json, report)
+    return report
+
+
+def _summarise(report: dict, args) -> None:
+    """Speed-ups against serial BCFW and gaps at tau = 16 against tau = 1."""
+    by = {(r["problem"], r["executor"], r["tau"]): r["pass_s"] for r in report["timings"]}
+    summary = {}
+    for pname in report["problems"]:
+        base = by.get((pname, "serial", 1))
+        for (p, ename, tau), seconds in sorted(by.items()):
+            if p == pname and base:
+                summary[f"{pname}/{ename}/tau={tau}/speedup_vs_bcfw"] = base / seconds
+        for tau in args.taus:
+            same = by.get((pname, "serial", tau))
+            for ename in ("threads", "dask"):
+                if same and (pname, ename, tau) in by:
+                    summary[f"{pname}/{ename}/tau={tau}/speedup_vs_serial"] = \
+                        same / by[(pname, ename, tau)]
+        finals = {}
+        for r in report["curves"]:
+            if r["problem"] == pname and r["pass"] == args.passes:
+                finals.setdefault(r["tau"], []).append(r["gap_avg"])
+        for tau, gaps in finals.items():
+            summary[f"{pname}/tau={tau}/median_gap_after_{args.passes}"] = \
+                statistics.median(gaps)
+        if 1 in finals and 16 in finals:
+            summary[f"{pname}/tau=16/gap_ratio_vs_bcfw"] = \
+                statistics.median(finals[16]) / statistics.median(finals[1])
+    report["summary"] = summary
+    print("\nsummary")
+    for key, value in summary.items():
+        print(f"  {key}: {value:.4g}")
+
+
+def _plot(report: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["problems"])
+    fig, axes = plt.subplots(len(names), 2, figsize=(11, 3.6 * len(names)), squeeze=False)
+    for row, pname in enumerate(names):
+        ax = axes[row][0]
+        for ename in EXECUTORS:
+            pts = sorted((r["tau"], r["pass_s"]) for r in report["timings"]
+                         if r["problem"] == pname and r["executor"] == ename)
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=ename)
+        ax.set(xscale="log", yscale="log", xlabel="tau (blocks per round)",
+               ylabel="seconds per pass", title=f"{pname}: time per pass")
+        ax.legend()
+        ax = axes[row][1]
+        taus = sorted({r["tau"] for r in report["curves"] if r["problem"] == pname})
+        for tau in taus:
+            rows = [r for r in report["curves"] if r["problem"] == pname and r["tau"] == tau]
+            passes = sorted({r["pass"] for r in rows})
+            med = [statistics.median(r["gap_avg"] for r in rows if r["pass"] == p)
+                   for p in passes]
+            ax.plot(passes, med, marker=".", label=f"tau={tau}")
+        ax.set(yscale="log", xlabel="passes (n oracle calls each)",
+               ylabel="exact gap (averaged iterate)", title=f"{pname}: median gap")
+        if taus:
+            ax.legend()
+    fig.tight_layout()
+    with atomic_write(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=90)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,481 @@
+"""Oracle answers of a mini-batch round, and the oracle that replays them.
+
+Mini-batch BCFW (Wang et al., 2016) makes the oracle calls of tau blocks at
+one w, possibly elsewhere (threads, Dask workers), and then applies the tau
+block steps one after the other.  ``solve_blocks`` makes the calls and packs
+the answers (``Answers``: labellings, losses and sparse psi in CSR layout);
+``AnswerOracle`` serves them to the existing one-pass kernels, with each
+score H_i(y; w) = L_i(y) - <w, psi_i(y)> recomputed at the w the kernel
+passes, i.e. the up-to-date iterate, so every step's line search is exact.
+"""
+
+import numpy as np
+
+from libc.stdint cimport uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.math cimport isnan
+from libc.string cimport memcpy
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
+from ssvm_core._atoms cimport ActiveSets, BlockAtoms, _atom_dot
+from ssvm_core._blocks cimport _below_ground_truth, _use_ground_truth
+
+
+class Answers:
+    """Oracle answers for some blocks at one w (one round of a mini-batch pass).
+
+    Block ``blocks[b]`` has the answers ``ans_ptr[b]:ans_ptr[b + 1]`` (the
+    argmax first, then any further ``solve_many`` samples).  Answer ``a`` is
+    the labelling ``labels[lab_ptr[a]:lab_ptr[a + 1]]``, the loss ``loss[a]``
+    and psi with indices ``psi_idx[psi_ptr[a]:psi_ptr[a + 1]]`` and values
+    ``psi_val[...]`` (repeated indices add up).  ``ground[a] == 1`` marks an
+    answer that scored below the ground truth at the w of the call (an
+    inexact oracle): it stands for the ground-truth corner (psi = 0, L = 0);
+    ``replaced`` counts them.  ``score`` is H_i(y; w) at the w of the call.
+    """
+
+    __slots__ = ("blocks", "ans_ptr", "lab_ptr", "labels", "psi_ptr", "psi_idx",
+                 "psi_val", "loss", "score", "ground", "replaced")
+
+    def __init__(self, blocks, ans_ptr, lab_ptr, labels, psi_ptr, psi_idx, psi_val, loss,
+                 score, ground, replaced=0):
+        self.blocks = np.ascontiguousarray(blocks, dtype=np.intp)
+        self.ans_ptr = np.ascontiguousarray(ans_ptr, dtype=np.intp)
+        self.lab_ptr = np.ascontiguousarray(lab_ptr, dtype=np.intp)
+        self.labels = np.ascontiguousarray(labels, dtype=np.int32)
+        self.psi_ptr = np.ascontiguousarray(psi_ptr, dtype=np.intp)
+        self.psi_idx = np.ascontiguousarray(psi_idx, dtype=np.int32)
+        self.psi_val = np.ascontiguousarray(psi_val, dtype=np.float64)
+        self.loss = np.ascontiguousarray(loss, dtype=np.float64)
+        self.score = np.ascontiguousarray(score, dtype=np.float64)
+        self.ground = np.ascontiguousarray(ground, dtype=np.uint8)
+        self.replaced = int(replaced)
+        n_ans = self.loss.shape[0]
+        if (self.ans_ptr.shape[0] != self.blocks.shape[0] + 1
+                or self.ans_ptr[-1] != n_ans or self.lab_ptr.shape[0] != n_ans + 1
+                or self.psi_ptr.shape[0] != n_ans + 1 or self.score.shape[0] != n_ans
+                or self.ground.shape[0] != n_ans or self.lab_ptr[-1] != self.labels.shape[0]
+                or self.psi_ptr[-1] != self.psi_idx.shape[0]
+                or self.psi_val.shape[0] != self.psi_idx.shape[0]):
+            raise ValueError("inconsistent Answers arrays")
+
+    def __reduce__(self):
+        return (Answers, (self.blocks, self.ans_ptr, self.lab_ptr, self.labels, self.psi_ptr,
+                          self.psi_idx, self.psi_val, self.loss, self.score, self.ground,
+                          self.replaced))
+
+    @property
+    def n_answers(self) -> int:
+        return self.loss.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays (what a transfer of the answers costs)."""
+        return sum(getattr(self, k).nbytes for k in self.__slots__[:-1])
+
+    def answers_of(self, b):
+        """The answers of ``blocks[b]`` as ``(labels, (psi_idx, psi_val), loss)`` tuples."""
+        out = []
+        for a in range(self.ans_ptr[b], self.ans_ptr[b + 1]):
+            out.append((self.labels[self.lab_ptr[a]:self.lab_ptr[a + 1]],
+                        (self.psi_idx[self.psi_ptr[a]:self.psi_ptr[a + 1]],
+                         self.psi_val[self.psi_ptr[a]:self.psi_ptr[a + 1]]),
+                        float(self.loss[a])))
+        return out
+
+    @staticmethod
+    def concat(parts):
+        """The answers of several disjoint sets of blocks, in the order given."""
+        parts = list(parts)
+        if len(parts) == 1:
+            return parts[0]
+        def offsets(ptrs):
+            shift = np.cumsum([0] + [p[-1] for p in ptrs[:-1]])
+            return np.concatenate([ptrs[0][:1]] + [p[1:] + s for p, s in zip(ptrs, shift)])
+        return Answers(
+            np.concatenate([p.blocks for p in parts]),
+            offsets([p.ans_ptr for p in parts]), offsets([p.lab_ptr for p in parts]),
+            np.concatenate([p.labels for p in parts]), offsets([p.psi_ptr for p in parts]),
+            np.concatenate([p.psi_idx for p in parts]),
+            np.concatenate([p.psi_val for p in parts]),
+            np.concatenate([p.loss for p in parts]), np.concatenate([p.score for p in parts]),
+            np.concatenate([p.ground for p in parts]), sum(p.replaced for p in parts))
+
+
+cdef struct _Pack:
+    # Growing C buffers behind one Answers (filled without the GIL).
+    intp_t* ans_ptr
+    intp_t* lab_ptr
+    intp_t* psi_ptr
+    int32_t* labels
+    int32_t* psi_idx
+    float64_t* psi_val
+    float64_t* loss
+    float64_t* score
+    uint8_t* ground
+    intp_t n_ans, ans_cap, lab_cap, psi_cap, replaced
+
+
+cdef int _grow(void** ptr, intp_t n_items, size_t item_size) except -1 nogil:
+    cdef void* new = realloc(ptr[0], (n_items if n_items > 0 else 1) * item_size)
+    if new == NULL:
+        with gil:
+            raise MemoryError()
+    ptr[0] = new
+    return 0
+
+
+cdef int _push(_Pack* pk, const Corner* c, bint ground) except -1 nogil:
+    """Append one answer (the ground-truth corner when ``ground``)."""
+    cdef intp_t a = pk.n_ans, k, nl = 0 if ground else c.n_labels, nnz = 0
+    cdef intp_t p0 = pk.psi_ptr[a], l0 = pk.lab_ptr[a]
+    if a + 1 >= pk.ans_cap:
+        pk.ans_cap = 2 * pk.ans_cap + 2
+        _grow(<void**> &pk.lab_ptr, pk.ans_cap + 1, sizeof(intp_t))
+        _grow(<void**> &pk.psi_ptr, pk.ans_cap + 1, sizeof(intp_t))
+        _grow(<void**> &pk.loss, pk.ans_cap, sizeof(float64_t))
+        _grow(<void**> &pk.score, pk.ans_cap, sizeof(float64_t))
+        _grow(<void**> &pk.ground, pk.ans_cap, sizeof(uint8_t))
+    if not ground:
+        nnz = c.psi_nnz
+    if l0 + nl > pk.lab_cap:
+        pk.lab_cap = 2 * (l0 + nl)
+        _grow(<void**> &pk.labels, pk.lab_cap, sizeof(int32_t))
+    if p0 + nnz > pk.psi_cap:
+        pk.psi_cap = 2 * (p0 + nnz)
+        _grow(<void**> &pk.psi_idx, pk.psi_cap, sizeof(int32_t))
+        _grow(<void**> &pk.psi_val, pk.psi_cap, sizeof(float64_t))
+    if nl > 0:
+        memcpy(pk.labels + l0, c.labels, nl * sizeof(int32_t))
+    if nnz > 0:
+        if c.psi_idx == NULL:                # dense psi: keep its nonzeros
+            nnz = 0
+            for k in range(c.psi_nnz):
+                if c.psi_val[k] != 0.0:
+                    pk.psi_idx[p0 + nnz] = <int32_t> k
+                    pk.psi_val[p0 + nnz] = c.psi_val[k]
+                    nnz += 1
+        else:
+            memcpy(pk.psi_idx + p0, c.psi_idx, nnz * sizeof(int32_t))
+            memcpy(pk.psi_val + p0, c.psi_val, nnz * sizeof(float64_t))
+    pk.lab_ptr[a + 1] = l0 + nl
+    pk.psi_ptr[a + 1] = p0 + nnz
+    pk.loss[a] = 0.0 if ground else c.loss
+    pk.score[a] = 0.0 if ground else c.score
+    pk.ground[a] = ground
+    pk.n_ans = a + 1
+    return 0
+
+
+cdef int _solve_into(MaxOracle oracle, const float64_t* w, const intp_t* blocks, intp_t nb,
+                     intp_t k, Corner* outs, _Pack* pk) except -1 nogil:
+    cdef intp_t b, j, got
+    for b in range(nb):
+        if k > 1:
+            got = oracle.solve_many(blocks[b], w, k, outs)
+        else:
+            oracle.solve(blocks[b], w, outs)
+            got = 1
+        for j in range(got):
+            if _below_ground_truth(&outs[j]):
+                if j > 0:                    # an extra sample worse than the truth: drop it
+                    continue
+                pk.replaced += 1
+                _push(pk, &outs[j], True)
+            else:
+                _push(pk, &outs[j], False)
+        pk.ans_ptr[b + 1] = pk.n_ans
+    return 0
+
+
+def solve_blocks(MaxOracle oracle, const float64_t[::1] w, blocks, intp_t n_samples=1):
+    """Oracle answers of ``blocks`` at ``w``: one ``solve`` (or ``solve_many``) per block.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle; the calls run without the GIL unless it needs it.
+    w : float64 array (n_features,)
+        The weights of every call.
+    blocks : int array
+        Distinct block indices, in the order the answers are stored.
+    n_samples : int, default 1
+        Labellings asked per block (``MaxOracle.solve_many`` when > 1).
+
+    Returns
+    -------
+    Answers
+    """
+    cdef const intp_t[::1] bv = _check_blocks(blocks, oracle.n_blocks)
+    if w.shape[0] != oracle.n_features:
+        raise ValueError(f"w has {w.shape[0]} entries, the oracle {oracle.n_features} features")
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be >= 1, got {n_samples}")
+    cdef intp_t nb = bv.shape[0], j
+    buffers = [CornerBuffer(oracle) for _ in range(n_samples)]
+    cdef Corner* outs = <Corner*> malloc(n_samples * sizeof(Corner))
+    cdef _Pack pk
+    pk.n_ans = pk.replaced = 0
+    pk.ans_cap = nb * n_samples + 1
+    pk.lab_cap = max(1, pk.ans_cap * min(oracle.max_labels, 64))
+    pk.psi_cap = max(1, pk.ans_cap * min(oracle.max_psi_nnz, 256))
+    pk.ans_ptr = <intp_t*> malloc((nb + 1) * sizeof(intp_t))
+    pk.lab_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
+    pk.psi_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
+    pk.loss = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
+    pk.score = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
+    pk.ground = <uint8_t*> malloc(pk.ans_cap * sizeof(uint8_t))
+    pk.labels = <int32_t*> malloc(pk.lab_cap * sizeof(int32_t))
+    pk.psi_idx = <int32_t*> malloc(pk.psi_cap * sizeof(int32_t))
+    pk.psi_val = <float64_t*> malloc(pk.psi_cap * sizeof(float64_t))
+    try:
+        if (outs == NULL or pk.ans_ptr == NULL or pk.lab_ptr == NULL or pk.psi_ptr == NULL
+                or pk.loss == NULL or pk.score == NULL or pk.ground == NULL
+                or pk.labels == NULL or pk.psi_idx == NULL or pk.psi_val == NULL):
+            raise MemoryError()
+        for j in range(n_samples):
+            outs[j] = (<CornerBuffer> buffers[j]).corner
+        pk.ans_ptr[0] = pk.lab_ptr[0] = pk.psi_ptr[0] = 0
+        if nb:
+            if oracle.needs_gil:
+                _solve_into(oracle, &w[0], &bv[0], nb, n_samples, outs, &pk)
+            else:
+                with nogil:
+                    _solve_into(oracle, &w[0], &bv[0], nb, n_samples, outs, &pk)
+        m, nl, nnz = pk.n_ans, pk.lab_ptr[pk.n_ans], pk.psi_ptr[pk.n_ans]
+        return Answers(
+            np.asarray(bv).copy(), _copy_intp(pk.ans_ptr, nb + 1),
+            _copy_intp(pk.lab_ptr, m + 1), _copy_int32(pk.labels, nl),
+            _copy_intp(pk.psi_ptr, m + 1), _copy_int32(pk.psi_idx, nnz),
+            _copy_float64(pk.psi_val, nnz), _copy_float64(pk.loss, m),
+            _copy_float64(pk.score, m),
+            np.array(<uint8_t[:m]> pk.ground if m else np.zeros(0, np.uint8)),
+            pk.replaced)
+    finally:
+        free(outs)
+        free(pk.ans_ptr)
+        free(pk.lab_ptr)
+        free(pk.psi_ptr)
+        free(pk.loss)
+        free(pk.score)
+        free(pk.ground)
+        free(pk.labels)
+        free(pk.psi_idx)
+        free(pk.psi_val)
+
+
+cdef object _copy_intp(intp_t* p, intp_t n):
+    return np.array(<intp_t[:n]> p) if n else np.zeros(0, np.intp)
+
+
+cdef object _copy_int32(int32_t* p, intp_t n):
+    return np.array(<int32_t[:n]> p) if n else np.zeros(0, np.int32)
+
+
+cdef object _copy_float64(float64_t* p, intp_t n):
+    return np.array(<float64_t[:n]> p) if n else np.zeros(0)
+
+
+def _check_blocks(blocks, intp_t n_blocks):
+    arr = np.asarray(blocks)
+    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ValueError("blocks must be a 1-D array of block indices")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_blocks):
+        raise IndexError(f"block indices must lie in [0, {n_blocks})")
+    if np.unique(arr).shape[0] != arr.shape[0]:
+        raise ValueError("blocks must be distinct")
+    return np.ascontiguousarray(arr, dtype=np.intp)
+
+
+cdef int _max_scores_into(MaxOracle oracle, const float64_t* w, const intp_t* blocks,
+                          intp_t nb, float64_t* out, Corner* c) except -1 nogil:
+    cdef intp_t b
+    for b in range(nb):
+        oracle.solve(blocks[b], w, c)
+        out[b] = 0.0 if _below_ground_truth(c) else c.score    # max_y H_i >= H_i(y_i) = 0
+    return 0
+
+
+def max_scores(MaxOracle oracle, const float64_t[::1] w, blocks):
+    """max_y H_i(y; w) of each block in ``blocks`` (an answer below the truth counts 0)."""
+    cdef const intp_t[::1] bv = _check_blocks(blocks, oracle.n_blocks)
+    if w.shape[0] != oracle.n_features:
+        raise ValueError(f"w has {w.shape[0]} entries, the oracle {oracle.n_features} features")
+    out = np.zeros(bv.shape[0])
+    cdef float64_t[::1] ov = out
+    cdef CornerBuffer buf = CornerBuffer(oracle)
+    if bv.shape[0] == 0:
+        return out
+    if oracle.needs_gil:
+        _max_scores_into(oracle, &w[0], &bv[0], bv.shape[0], &ov[0], &buf.corner)
+    else:
+        with nogil:
+            _max_scores_into(oracle, &w[0], &bv[0], bv.shape[0], &ov[0], &buf.corner)
+    return out
+
+
+cdef class AnswerOracle(MaxOracle):
+    """A bound oracle whose ``solve`` replays one round's ``Answers``.
+
+    ``solve(i, w)`` returns the stored answer of block i with its score
+    recomputed at the given ``w`` (the kernels pass the up-to-date iterate);
+    a stored answer that scores below the ground truth there is replaced by
+    the ground-truth corner, a vertex at least as good.  ``solve_many``
+    returns up to k stored answers; ``evaluate`` and blocks without stored
+    answers go to the wrapped oracle (``fallbacks`` counts such ``solve``
+    calls).  Needs the GIL only if the wrapped oracle does.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The real oracle.
+    answers : Answers
+        Its answers for some blocks (at any w).
+    """
+    cdef readonly MaxOracle oracle
+    cdef readonly object answers
+    cdef readonly intp_t fallbacks
+    cdef intp_t[::1] _slot
+    cdef const intp_t[::1] _ans_ptr, _lab_ptr, _psi_ptr
+    cdef const int32_t[::1] _labels, _psi_idx
+    cdef const float64_t[::1] _psi_val, _loss
+    cdef const uint8_t[::1] _ground
+
+    def __init__(self, MaxOracle oracle, answers):
+        if not isinstance(answers, Answers):
+            raise TypeError(f"answers must be Answers, got {type(answers).__name__}")
+        blocks = np.asarray(answers.blocks)
+        _check_blocks(blocks, oracle.n_blocks)
+        if answers.psi_idx.size and (answers.psi_idx.min() < 0
+                                     or answers.psi_idx.max() >= oracle.n_features):
+            raise ValueError(f"answer psi indices outside [0, {oracle.n_features})")
+        if np.any(np.diff(answers.lab_ptr) > oracle.max_labels):
+            raise ValueError(f"an answer has more than max_labels={oracle.max_labels} labels")
+        if (not oracle.dense_psi) and np.any(np.diff(answers.psi_ptr) > oracle.max_psi_nnz):
+            raise ValueError(f"an answer has more than max_psi_nnz={oracle.max_psi_nnz} "
+                             "psi entries")
+        self.oracle = oracle
+        self.answers = answers
+        self.n_blocks = oracle.n_blocks
+        self.n_features = oracle.n_features
+        self.max_labels = oracle.max_labels
+        self.max_psi_nnz = oracle.max_psi_nnz
+        self.dense_psi = oracle.dense_psi
+        self.needs_gil = oracle.needs_gil
+        slot = np.full(oracle.n_blocks, -1, dtype=np.intp)
+        slot[blocks] = np.arange(blocks.shape[0])
+        self._slot = slot
+        pad = lambda a, dtype: a if a.shape[0] else np.zeros(1, dtype)
+        self._ans_ptr = answers.ans_ptr
+        self._lab_ptr = answers.lab_ptr
+        self._psi_ptr = answers.psi_ptr
+        self._labels = pad(answers.labels, np.int32)
+        self._psi_idx = pad(answers.psi_idx, np.int32)
+        self._psi_val = pad(answers.psi_val, np.float64)
+        self._loss = pad(answers.loss, np.float64)
+        self._ground = pad(answers.ground, np.uint8)
+        self.fallbacks = 0
+
+    def __reduce__(self):
+        return (AnswerOracle, (self.oracle, self.answers))
+
+    @property
+    def exact(self) -> bool:
+        return self.oracle.exact
+
+    def block_support(self, i):
+        return self.oracle.block_support(i)
+
+    cdef void _write(self, intp_t a, const float64_t* w, Corner* out) noexcept nogil:
+        cdef intp_t k, p0 = self._psi_ptr[a], p1 = self._psi_ptr[a + 1]
+        cdef intp_t l0 = self._lab_ptr[a], nl = self._lab_ptr[a + 1] - l0
+        cdef float64_t dot = 0.0
+        if self._ground[a]:
+            _use_ground_truth(out, self.n_features)
+            return
+        for k in range(nl):
+            out.labels[k] = self._labels[l0 + k]
+        out.n_labels = nl
+        if out.psi_idx == NULL:
+            for k in range(self.n_features):
+                out.psi_val[k] = 0.0
+            for k in range(p0, p1):
+                out.psi_val[self._psi_idx[k]] += self._psi_val[k]
+            out.psi_nnz = self.n_features
+        else:
+            for k in range(p0, p1):
+                out.psi_idx[k - p0] = self._psi_idx[k]
+                out.psi_val[k - p0] = self._psi_val[k]
+            out.psi_nnz = p1 - p0
+        for k in range(p0, p1):
+            dot += self._psi_val[k] * w[self._psi_idx[k]]
+        out.loss = self._loss[a]
+        out.score = out.loss - dot
+        if _below_ground_truth(out):         # stale: the truth is a better corner at w
+            _use_ground_truth(out, self.n_features)
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        cdef intp_t b = self._slot[i]
+        if b < 0:
+            self.fallbacks += 1
+            return self.oracle.solve(i, w, out)
+        self._write(self._ans_ptr[b], w, out)
+        return 0
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        cdef intp_t b = self._slot[i], j, got
+        if b < 0:
+            self.fallbacks += 1
+            return self.oracle.solve_many(i, w, k, outs)
+        got = min(k, self._ans_ptr[b + 1] - self._ans_ptr[b])
+        for j in range(got):
+            self._write(self._ans_ptr[b] + j, w, &outs[j])
+        return got
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.evaluate(i, labels, n_labels, w, out)
+
+
+def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
+                       float64_t cache_nu):
+    """Which of ``blocks`` the caching rule (001 Alg. 5) serves from the cache at ``state.w``.
+
+    The rule of ``_active.active_pass``, evaluated at the start of a round:
+    the best stored labelling's FW gap is >= max(F g_i, nu g / n) (and > 0),
+    with g_i the block's gap at its last oracle call.  Blocks before it in
+    the round move w, so a prediction can be wrong either way; the kernel
+    decides with the current w (a predicted hit that misses calls the oracle).
+    """
+    cdef ActiveSets atoms = state.atoms
+    if atoms is None:
+        raise ValueError("cache predictions need a state with active sets")
+    cdef const float64_t[::1] w = state.w
+    cdef const float64_t[::1] oracle_gaps = state.block_oracle_gaps
+    cdef intp_t n = state.n_blocks, b, k, i
+    cdef float64_t gg = state.last_exact_gap
+    cdef float64_t thr_global = cache_nu * (0.0 if isnan(gg) else gg) / n
+    cdef float64_t H, h_best, sum_aH, g_fw
+    cdef const BlockAtoms* blk
+    hits = np.zeros(blocks.shape[0], dtype=bool)
+    cdef uint8_t[::1] hv = hits.view(np.uint8)
+    for b in range(blocks.shape[0]):
+        i = blocks[b]
+        if not 0 <= i < n:
+            raise IndexError(f"block index {i} outside [0, {n})")
+        if isnan(oracle_gaps[i]):
+            continue
+        blk = &atoms.blocks[i]
+        sum_aH = 0.0
+        h_best = -1e308
+        for k in range(blk.n):
+            H = blk.loss[k] - _atom_dot(blk, k, &w[0])
+            if blk.alpha[k] > 0.0:
+                sum_aH += blk.alpha[k] * H
+            if H > h_best:
+                h_best = H
+        g_fw = (h_best - sum_aH) / n
+        hv[b] = g_fw > 0.0 and g_fw >= cache_factor * oracle_gaps[i] and g_fw >= thr_global
+    return hits

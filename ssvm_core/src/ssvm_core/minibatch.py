@@ -1,0 +1,167 @@
+"""Mini-batch block-coordinate Frank-Wolfe: one pass in rounds of tau blocks.
+
+Wang et al. (2016) parallelise BCFW by making the oracle calls of a
+mini-batch of tau blocks at once.  Here each round draws tau distinct
+blocks, gets their oracle answers at the round's w from an executor
+(``ssvm_core.executors``: serial, threads or Dask) and then applies the tau
+block steps in the order drawn with the existing kernels
+(``_fw.bcfw_pass``, ``_active.active_pass``), through an ``AnswerOracle``
+that recomputes each stored answer's score at the up-to-date iterate.  Every
+step therefore has its exact line search at the current point, so the dual
+never decreases however stale the answers are; a stale answer only makes a
+smaller step (Lacoste-Julien et al. (2013) line search, on a corner that is
+no longer the best one).  The order of the steps never depends on which
+worker answered first, so serial, threads and Dask give the same iterates up
+to rounding.
+
+With caching (Osokin et al. (2016), Alg. 5) the round first predicts which
+blocks the cache will serve, from the stored labellings at the round's w,
+and asks the executor only for the others; the kernel decides at the
+current w, and a predicted hit that misses calls the oracle in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ssvm_core import _active, _fw
+from ssvm_core._batch import AnswerOracle, predict_cache_hits
+from ssvm_core._oracle import MaxOracle
+from ssvm_core.executors import Executor
+from ssvm_core.state import SolverState
+
+__all__ = ["batch_fw_step", "minibatch_pass", "round_blocks"]
+
+
+def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
+                 tau: int) -> Iterator[np.ndarray]:
+    """The rounds of one pass: arrays of distinct blocks, n blocks in all.
+
+    Parameters
+    ----------
+    rng : numpy Generator
+        Randomness of the draws.
+    sampling : {"uniform", "perm", "gap"}
+        ``uniform``: tau blocks drawn uniformly without replacement per round;
+        ``perm``: consecutive chunks of one fresh permutation; ``gap``: the
+        never-visited blocks first (in random order), then tau blocks per round
+        drawn without replacement with probability proportional to their
+        current gap estimates (read when the round is drawn, so the steps of
+        earlier rounds count), as the serial gap sampler (Osokin et al.
+        (2016), Alg. 2) does.
+    state : SolverState
+        Its ``block_gap_estimates`` drive gap sampling.
+    tau : int
+        Blocks per round (the last round of a pass may have fewer).
+
+    Yields
+    ------
+    ndarray of intp
+    """
+    n = state.n_blocks
+    if sampling == "perm":
+        order = rng.permutation(n).astype(np.intp)
+        for start in range(0, n, tau):
+            yield order[start:start + tau]
+        return
+    if sampling == "uniform":
+        for start in range(0, n, tau):
+            yield rng.choice(n, size=min(tau, n - start), replace=False).astype(np.intp)
+        return
+    if sampling != "gap":
+        raise ValueError(f"sampling must be 'uniform', 'perm' or 'gap', got {sampling!r}")
+    unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
+    for start in range(0, n, tau):
+        size = min(tau, n - start)
+        head = unvisited[start:start + size].astype(np.intp)
+        if head.shape[0] < size:
+            tail = _draw_by_gaps(rng, state.block_gap_estimates, size - head.shape[0], head)
+            head = np.concatenate([head, tail])
+        yield head
+
+
+def _draw_by_gaps(rng: np.random.Generator, gaps: np.ndarray, k: int,
+                  exclude: np.ndarray) -> np.ndarray:
+    """k distinct blocks not in ``exclude``, proportional to max(gap, 0) without
+    replacement; blocks with zero weight are drawn uniformly once the others run out."""
+    weights = np.nan_to_num(np.maximum(gaps, 0.0), nan=0.0)
+    allowed = np.ones(gaps.shape[0], dtype=bool)
+    allowed[exclude] = False
+    positive = np.flatnonzero(allowed & (weights > 0.0))
+    if positive.shape[0] >= k:
+        p = weights[positive] / weights[positive].sum()
+        return rng.choice(positive, size=k, replace=False, p=p).astype(np.intp)
+    zero = np.flatnonzero(allowed & ~(weights > 0.0))
+    rest = rng.choice(zero, size=k - positive.shape[0], replace=False)
+    return np.concatenate([rng.permutation(positive), rest]).astype(np.intp)
+
+
+def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
+                   rng: np.random.Generator, tau: int, *, sampling: str = "uniform",
+                   line_search: bool = True, active_sets: bool = False, step: str = "fw",
+                   cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
+                   n_samples: int = 1) -> int:
+    """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle.
+    state : SolverState
+        Updated in place (with ``state.atoms`` when ``active_sets``).
+    executor : Executor
+        Makes each round's oracle calls.
+    rng : numpy Generator
+        Draws the rounds (see ``round_blocks``).
+    tau : int
+        Blocks per round.
+    sampling : {"uniform", "perm", "gap"}, default "uniform"
+        See ``round_blocks``.
+    line_search : bool, default True
+        False: the predefined step 2n / (k + 2n) (FW steps).
+    active_sets : bool, default False
+        Steps over explicit active sets (``_active.active_pass``): needed by
+        every ``step`` but "fw", by ``cache`` and by ``n_samples > 1``.
+    step, cache, cache_factor, cache_nu, n_samples :
+        As in ``ssvm_core.solve``; ``n_samples`` answers are stored per block.
+
+    Returns
+    -------
+    int
+        Oracle calls made (executor calls plus in-place calls of missed cache
+        predictions).
+    """
+    if int(tau) != tau or tau < 1:
+        raise ValueError(f"batch_blocks must be a positive integer, got {tau!r}")
+    calls = 0
+    for blocks in round_blocks(rng, sampling, state, int(tau)):
+        ask = blocks
+        if cache:
+            ask = blocks[~predict_cache_hits(state, blocks, cache_factor, cache_nu)]
+        answers = executor.solve_blocks(oracle, state.w, ask, n_samples)
+        replay = AnswerOracle(oracle, answers)
+        try:
+            if active_sets:
+                _active.active_pass(replay, state, blocks, step=step, line_search=line_search,
+                                    cache=cache, cache_factor=cache_factor,
+                                    cache_nu=cache_nu, n_samples=n_samples)
+            else:
+                _fw.bcfw_pass(replay, state, blocks, line_search)
+        finally:
+            calls += ask.shape[0] + replay.fallbacks
+            state.replaced_answers += answers.replaced
+    return calls
+
+
+def batch_fw_step(oracle: MaxOracle, state: SolverState, executor: Executor,
+                  line_search: bool = True) -> float:
+    """One batch Frank-Wolfe step (``_fw.fw_step``) with the n corners from ``executor``.
+
+    Returns the FW gap at the old point (exact: P(w) - D before the step).
+    """
+    answers = executor.solve_blocks(oracle, state.w, np.arange(oracle.n_blocks, dtype=np.intp))
+    gap = _fw.fw_step(AnswerOracle(oracle, answers), state, line_search)
+    state.replaced_answers += answers.replaced
+    return gap
