@@ -6,4 +6,4 @@ from ssvm_core._build import cython_extensions
 
 setup(ext_modules=cython_extensions(
     "ssvm_oracles", ["_chain", "_multiclass", "_matching", "_tree_maxsum",
-                     "_combinators", "_graphcut"]))
+                     "_combinators", "_maxflow", "_graphcut", "_graph"]))

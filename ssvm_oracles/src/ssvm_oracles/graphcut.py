@@ -20,7 +20,8 @@ import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
-from ssvm_oracles._graphcut import GraphCutOracle, min_cut
+from ssvm_oracles._graphcut import GraphCutOracle
+from ssvm_oracles._maxflow import min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
            "balanced_weights", "min_cut", "pymaxflow_min_cut"]
