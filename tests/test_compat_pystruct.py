@@ -213,7 +213,7 @@ def test_all_learners_reach_the_same_optimum():
     p_ref = ref.primal_objective_curve_[-1]
     for learner in (OneSlackSSVM(MultiClassClf(), C=1.0, tol=1e-6, inference_cache=10),
                     FrankWolfeSSVM(MultiClassClf(), C=1.0, max_iter=300, tol=1e-6,
-                                   sample_method="seq"),
+                                   sample_method="perm", random_state=0),
                     FrankWolfeSSVM(MultiClassClf(), C=1.0, max_iter=100, tol=1e-6,
                                    sample_method="rnd", random_state=0),
                     FrankWolfeSSVM(MultiClassClf(), C=1.0, max_iter=300, tol=1e-6,
