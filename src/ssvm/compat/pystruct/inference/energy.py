@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from ssvm_oracles import GraphModel
 
 from ssvm.compat.pystruct.inference.methods import engine_method
 
@@ -58,8 +59,6 @@ def inference_dispatch(unary_potentials, pairwise_potentials, edges, inference_m
     energy : float
         With ``return_energy``: ``compute_energy`` of the labels.
     """
-    from ssvm_oracles import GraphModel   # the graph oracles of ssvm-oracles
-
     unary, pairwise, edges = validate_potentials(unary_potentials, pairwise_potentials, edges)
     n_nodes, n_states = unary.shape
     n_edges = max(edges.shape[0], 1)

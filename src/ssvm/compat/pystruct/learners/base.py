@@ -27,6 +27,16 @@ def pystruct_primal(oracle, w: np.ndarray, C: float, n_jobs=None) -> float:
     return float(0.5 * w @ w + C * score_pass(oracle, w, None, n_jobs))
 
 
+def solver_tol(tol: float, scale: float) -> float:
+    """ssvm's gap tolerance for pystruct's ``tol`` (on C n times ssvm's objective).
+
+    pystruct stops once the gap is below ``tol``, so ``tol <= 0`` trains for all
+    ``max_iter`` passes; ssvm stops at gap <= tol and needs tol >= 0, so negative
+    values become 0 (a gap of exactly 0 ends training in both).
+    """
+    return max(float(tol), 0.0) / scale
+
+
 def seed_of(random_state):
     """A seed for ``numpy.random.default_rng`` from pystruct's ``random_state`` (None, an
     int or a ``numpy.random.RandomState``)."""
@@ -99,7 +109,7 @@ class BaseSSVM(_EstimatorParams):
                     self.logger(self, rec["pass"] - 1)
 
         self.timestamps_ = [time.time()]
-        result = solve(oracle, lam, averaging=averaging, box=box, tol=tol / scale,
+        result = solve(oracle, lam, averaging=averaging, box=box, tol=solver_tol(tol, scale),
                        max_passes=max_passes, state=state, callback=callback,
                        n_jobs=self.n_jobs, verbose=self.verbose, **options)
         self.w = result.w

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from ssvm_core import solve
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
+from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set, solver_tol
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct (``check_constraints``,
@@ -55,7 +55,7 @@ class _CuttingPlaneCompat(BaseSSVM):
         oracle = bind_training_set(self.model, X, Y)
         scale = self.C * oracle.n_blocks
         opts = {k: v for k, v in options.items() if k not in ("max_passes", "tol", "averaging")}
-        result = solve(oracle, state.lam, averaging=False, tol=self.tol / scale,
+        result = solve(oracle, state.lam, averaging=False, tol=solver_tol(self.tol, scale),
                        max_passes=self.max_iter, state=state, n_jobs=self.n_jobs,
                        verbose=self.verbose, **opts)
         self.w = result.w

