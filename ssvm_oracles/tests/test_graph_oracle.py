@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import itertools
 import pickle
-import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ssvm_core import BruteForceOracle, FrankWolfeSSVM, as_oracle
+from ssvm_core import BruteForceOracle
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_oracles import GraphModel, GraphOracle
+
 
 def random_forest_edges(rng, n: int) -> np.ndarray:
     """A random forest on n nodes, endpoints in random order, edges shuffled."""
@@ -57,7 +57,7 @@ def random_examples(rng, n_examples: int, max_nodes: int, n_features: int, n_sta
 
 
 @st.composite
-def graph_problems(draw, loopy: bool, max_states: int = 3, max_nodes: int = 5):
+def graph_problems(draw, loopy: bool, max_states: int = 3, max_nodes: int = 4):
     """(X, Y, options) for a GraphModel: sizes, layout options and a seed."""
     K = draw(st.integers(2, max_states))
     F = draw(st.integers(1, 3))
@@ -113,7 +113,7 @@ def answers(oracle, w):
 # ---------------------------------------------------------------------------
 
 
-@settings(max_examples=scaled_examples(40))
+@settings(max_examples=scaled_examples(30))
 @given(graph_problems(loopy=False))
 def test_forest_max_product_equals_brute_force(data):
     X, Y, options, rng = data
@@ -124,8 +124,8 @@ def test_forest_max_product_equals_brute_force(data):
                  Y=Y, check_labels=False)
 
 
-@settings(max_examples=scaled_examples(40))
-@given(graph_problems(loopy=True, max_states=2))
+@settings(max_examples=scaled_examples(30))
+@given(graph_problems(loopy=True, max_states=2, max_nodes=5))
 def test_graph_cut_equals_brute_force_on_submodular_binary_loopy_graphs(data):
     X, Y, options, rng = data
     model = GraphModel(**options)
@@ -137,7 +137,7 @@ def test_graph_cut_equals_brute_force_on_submodular_binary_loopy_graphs(data):
 
 
 @settings(max_examples=scaled_examples(20))
-@given(graph_problems(loopy=True, max_states=2))
+@given(graph_problems(loopy=True, max_states=2, max_nodes=5))
 def test_graph_cut_falls_back_and_counts_when_the_energy_is_not_submodular(data):
     X, Y, options, rng = data
     model = GraphModel(**options)
@@ -172,8 +172,9 @@ def test_auto_picks_an_exact_method_when_the_graph_allows_it():
     tree = (rng.normal(size=(4, 2)), np.array([[0, 1], [1, 2], [1, 3]]))
     cycle = (rng.normal(size=(4, 2)), np.array([[0, 1], [1, 2], [2, 3], [3, 0]]))
     doubled = (rng.normal(size=(2, 2)), np.array([[0, 1], [1, 0]]))      # a 2-cycle
-    X, Y2, Y3 = [tree, cycle, doubled], [[0, 1, 0, 1], [1, 0, 1, 1], [0, 1]], \
-        [[0, 2, 0, 1], [1, 0, 2, 1], [2, 1]]
+    X = [tree, cycle, doubled]
+    Y2 = [[0, 1, 0, 1], [1, 0, 1, 1], [0, 1]]
+    Y3 = [[0, 2, 0, 1], [1, 0, 2, 1], [2, 1]]
     assert GraphModel(2).bind(X, Y2).methods == ["max-product", "graphcut", "graphcut"]
     oracle = GraphModel(3).bind(X, Y3)
     assert oracle.methods == ["max-product", "brute", "brute"] and oracle.exact
@@ -203,8 +204,8 @@ def check_consistent(oracle, w):
 
 def test_loopy_max_product_is_exact_on_trees():
     rng = np.random.default_rng(1)
-    for _ in range(20):
-        X, Y = random_examples(rng, 3, 6, 2, 3, loopy=False)
+    for _ in range(10):
+        X, Y = random_examples(rng, 3, 5, 2, 3, loopy=False)
         model = GraphModel(3, 2, inference="loopy")
         oracle = model.bind(X, Y)
         assert not oracle.exact
@@ -256,7 +257,7 @@ def test_alpha_expansion_stops_at_a_local_optimum_of_potts_energies():
 
 def test_alpha_expansion_mostly_reaches_the_optimum_of_binary_potts_graphs():
     """With K = 2 and a Potts pairwise reward, expansion from the unary argmax reaches the
-    optimum on tiny graphs (checked against enumeration)."""
+    optimum on most tiny graphs (checked against enumeration)."""
     rng = np.random.default_rng(4)
     agree = 0
     for _ in range(20):

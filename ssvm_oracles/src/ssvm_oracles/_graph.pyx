@@ -702,7 +702,8 @@ def _check_packed(K, F, E, edge_sym, node_ptr, row_ptr, col, val, edge_ptr, head
     edge_sym, method, flip = c(edge_sym, np.int8), c(method, np.int8), c(flip, np.int8)
     node_ptr, row_ptr, edge_ptr = c(node_ptr, np.intp), c(row_ptr, np.intp), c(edge_ptr, np.intp)
     erow_ptr, order = c(erow_ptr, np.intp), c(order, np.intp)
-    col, head, tail, ecol = c(col, np.int32), c(head, np.int32), c(tail, np.int32), c(ecol, np.int32)
+    col, head, tail = c(col, np.int32), c(head, np.int32), c(tail, np.int32)
+    ecol = c(ecol, np.int32)
     labels, parent, pedge = c(labels, np.int32), c(parent, np.int32), c(pedge, np.int32)
     val, evals, class_weight = c(val, np.float64), c(evals, np.float64), c(class_weight, np.float64)
     n_blocks = len(node_ptr) - 1

@@ -25,7 +25,7 @@ EDGE_ATTRIBUTE = "features"
 class Graph(NamedTuple):
     """One validated example."""
 
-    nodes: sp.csr_array                  # (n_nodes, F) float64, sorted indices, no zeros
+    nodes: np.ndarray | sp.csr_array     # (n_nodes, F) float64: dense, or CSR without zeros
     edges: np.ndarray                    # (n_edges, 2) int64
     edge_features: sp.csr_array | None   # (n_edges, E) float64, or None
 
@@ -48,6 +48,16 @@ def as_csr(a, what: str) -> sp.csr_array:
     m.eliminate_zeros()
     m.sort_indices()
     return m
+
+
+def _dense(a, what: str) -> np.ndarray:
+    """A finite 2-D float64 array (packed into CSR rows later, all examples at once)."""
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{what} must be 2-D, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} has NaN or infinite values")
+    return arr
 
 
 def _edges_of_networkx(g, n_nodes: int, where: str, want_features: bool):
@@ -83,7 +93,8 @@ def check_graph(x, i: int, n_features: int | None, n_edge_features: int | None,
     if not isinstance(x, (tuple, list)) or len(x) not in (2, 3):
         raise ValueError(f"{where} must be (node_features, edges) or (node_features, edges, "
                          f"edge_features), got {type(x).__name__}")
-    nodes = as_csr(x[0], f"{where} node features")
+    nodes = as_csr(x[0], f"{where} node features") if sp.issparse(x[0]) else _dense(
+        x[0], f"{where} node features")
     n_nodes = nodes.shape[0]
     if n_nodes < 1:
         raise ValueError(f"{where} has no nodes")
@@ -150,6 +161,8 @@ def forest_order(n_nodes: int, edges: np.ndarray):
     it (-1 at roots), and per edge whether the child is its second endpoint.
     Duplicate edges count as a cycle.
     """
+    if len(edges) >= n_nodes:
+        return None
     g = nx.Graph()
     g.add_nodes_from(range(n_nodes))
     g.add_edges_from(map(tuple, edges.tolist()))
@@ -181,10 +194,15 @@ def plan_methods(graphs: Sequence[Graph], n_states: int, inference: str,
     ``"max-product"``: exact on forests, loopy elsewhere.  ``"brute"``
     requires K^n <= max_brute.
     """
-    codes, forests = [], []
+    codes, forests, seen = [], [], {}
     for i, g in enumerate(graphs):
         n = g.nodes.shape[0]
-        forest = forest_order(n, g.edges) if inference in ("auto", "max-product") else None
+        forest = None
+        if inference in ("auto", "max-product"):
+            key = (n, g.edges.tobytes())        # examples often share their graph (chains)
+            if key not in seen:
+                seen[key] = forest_order(n, g.edges)
+            forest = seen[key]
         tiny = n * np.log(n_states) <= np.log(max_brute) + 1e-9
         if inference == "brute" and not tiny:
             raise ValueError(f"X[{i}] has {n_states}^{n} labellings, more than "
@@ -208,7 +226,10 @@ def pack_graphs(graphs: Sequence[Graph], labels: Sequence[np.ndarray], *, n_stat
                 max_iter: int, damping: float, max_brute: int) -> GraphOracle:
     """Concatenate validated graphs and labellings into a ``GraphOracle``."""
     method, forests = plan_methods(graphs, n_states, inference, max_brute)
-    nodes = sp.vstack([g.nodes for g in graphs], format="csr")
+    if all(isinstance(g.nodes, np.ndarray) for g in graphs):
+        nodes = as_csr(np.vstack([g.nodes for g in graphs]), "node features")
+    else:
+        nodes = sp.vstack([sp.csr_array(g.nodes) for g in graphs], format="csr")
     sizes = [g.nodes.shape[0] for g in graphs]
     counts = [len(g.edges) for g in graphs]
     node_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)

@@ -7,7 +7,6 @@ graph per example: one binary node per label, with the label graph's edges.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,7 +14,7 @@ import scipy.sparse as sp
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graph import GraphOracle
-from ssvm_oracles._graphs import Graph, as_csr, pack_graphs
+from ssvm_oracles._graphs import INFERENCE, Graph, as_csr, pack_graphs
 
 __all__ = ["BinaryModel", "MultiLabelModel"]
 
@@ -114,9 +113,10 @@ class MultiLabelModel(StructuredModel):
         if self.n_labels is not None:
             _check_edges(edges, self.n_labels)
         self.edges = edges
-        if inference not in ("auto", "max-product", "graphcut", "brute", "loopy",
-                             "alpha-expansion"):
-            raise ValueError(f"unknown inference {inference!r}")
+        if inference not in INFERENCE:
+            raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
+        if max_iter < 1 or max_brute < 1 or not 0.0 <= damping < 1.0:
+            raise ValueError("need max_iter >= 1, max_brute >= 1 and 0 <= damping < 1")
         self.inference = inference
         self.max_iter, self.damping, self.max_brute = int(max_iter), float(damping), int(max_brute)
         self._bound_sizes: tuple[int, int] | None = None
