@@ -23,7 +23,8 @@ def test_cli_trains_synthetic_horseseg_within_the_box(tmp_path, capsys):
     assert main(["train", "--dataset", "synthetic-horseseg", "--max-passes", "10",
                  "--gap-check-every", "5", "--out", str(out), "--quiet"]) == 0
     report = json.loads((out / "history.json").read_text())
-    assert report["summary"]["model"].startswith("GraphCutModel(n_unary=1969, n_pairwise=100,")
+    # The constructor's counts stay None; 1,969 + 100 come from the data (w's shape below).
+    assert report["summary"]["model"].startswith("GraphCutModel(n_unary=None, n_pairwise=None,")
     assert report["summary"]["passes"] == 10
     w = np.load(out / "model.npz")["w"]
     assert w.shape == (2069,) and np.all(w[1969:] >= 0)

@@ -59,7 +59,8 @@ def test_cli_trains_synthetic_lsp_within_the_box(tmp_path, capsys):
     assert main(["train", "--dataset", "synthetic-lsp", "--max-passes", "3",
                  "--gap-check-every", "3", "--out", str(out), "--quiet"]) == 0
     report = json.loads((out / "history.json").read_text())
-    assert report["summary"]["model"].startswith("PoseModel(n_parts=26, n_types=13")
+    # The constructor's n_types stays None; T = 13 comes from the data (w's length below).
+    assert report["summary"]["model"].startswith("PoseModel(n_parts=26, n_types=None")
     assert report["summary"]["passes"] == 3
     w = np.load(out / "model.npz")["w"]
     assert w.shape == (2676,)
