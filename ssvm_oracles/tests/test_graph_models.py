@@ -24,7 +24,7 @@ from ssvm_oracles.graph import compress_symmetric, expand_symmetric, grid_edges
 
 
 def enumeration(model, X, Y):
-    return enumerate_problem(BruteForceOracle(model, X, Y, labelings=model.enumerate_labellings))
+    return enumerate_problem(BruteForceOracle(model, X, Y, labellings=model.enumerate_labellings))
 
 
 def loopy_edges(rng, n: int) -> np.ndarray:

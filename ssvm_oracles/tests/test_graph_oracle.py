@@ -77,7 +77,7 @@ def graph_problems(draw, loopy: bool, max_states: int = 3, max_nodes: int = 4):
 
 def enumeration(model, X, Y):
     """The enumerated problem of ``model`` on (X, Y), from its numpy joint feature map."""
-    return enumerate_problem(BruteForceOracle(model, X, Y, labelings=model.enumerate_labellings))
+    return enumerate_problem(BruteForceOracle(model, X, Y, labellings=model.enumerate_labellings))
 
 
 def make_submodular(model, w: np.ndarray, rng) -> np.ndarray:
