@@ -59,7 +59,9 @@ def _check_shape(path, lam_min):
     assert np.all(np.diff(path.effective_passes) > 0) and np.all(np.diff(path.times) >= 0)
     if path.status == "complete":         # rho <= 0 at the last breakpoint (001 eq. 13)
         assert path.lam_end == 0.0
-        assert path.deltas[-1] <= path.eps - path.gaps[-1]
+        # the heuristic path decides on its (stale) gap estimates
+        gap = path.gap_estimates[-1] if path.heuristic else path.gaps[-1]
+        assert path.deltas[-1] <= path.eps - gap
     elif path.status == "lam_min":
         assert 0 < path.lam_end <= lam_min < path.lams[-1]
     else:                                 # a breakpoint's solver ran out of passes

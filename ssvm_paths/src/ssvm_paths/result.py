@@ -102,13 +102,16 @@ class RegularizationPath:
     def gap_bounds(self) -> np.ndarray:
         """Certified gap bound of w_j over its piece [lower end, lambda_j].
 
-        The gap of w_j (with 001 Prop. 1's rescaled duals) is linear in lambda:
-        gaps_j + (1 - lambda / lambda_j) Delta_j, largest at the lower end.  It is
-        <= eps for an eps-path; for a heuristic path it tells where the path
-        holds (NaN where the exact gap is unknown).  Above lambda_1 the bound is
-        gaps_1 (see ``w_at``).
+        The gap of w_j (with Osokin et al. (2016)'s Prop. 1 rescaled duals) is
+        linear in lambda: gaps_j + (1 - lambda / lambda_j) Delta_j, so its
+        largest value over the piece is at the lower end when Delta_j >= 0 and
+        at lambda_j itself (gaps_j) when Delta_j < 0 (active labellings scoring
+        below the ground truth).  It is <= eps for an eps-path; for a heuristic
+        path it tells where the path holds (NaN where the exact gap is
+        unknown).  Above lambda_1 the bound is gaps_1 (see ``w_at``).
         """
-        return self.gaps + (1.0 - self.lower_ends / self.lams) * self.deltas
+        at_lower_end = self.gaps + (1.0 - self.lower_ends / self.lams) * self.deltas
+        return np.maximum(self.gaps, at_lower_end)
 
     def piece(self, lam: float) -> int:
         """Index j of the piece holding ``lam`` (-1 above lambda_1).
