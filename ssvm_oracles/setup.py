@@ -5,5 +5,5 @@ from setuptools import setup
 from ssvm_core._build import cython_extensions
 
 setup(ext_modules=cython_extensions(
-    "ssvm_oracles", ["_chain", "_multiclass", "_matching", "_tree_maxsum",
-                     "_combinators", "_graphcut"]))
+    "ssvm_oracles", ["_chain", "_multiclass", "_matching", "_distance_transform", "_tree_maxsum",
+                     "_combinators", "_maxflow", "_graphcut", "_graph"]))

@@ -47,11 +47,11 @@ def _half_trivial_problem(n=12, seed=0):
     model = MulticlassModel(3, 3)
     trivial = {tuple(X[i]): y[i] for i in range(1, n, 2)}
 
-    def labelings(x):
+    def labellings(x):
         key = tuple(np.ravel(x))
         return [[trivial[key]]] if key in trivial else [[k] for k in range(3)]
 
-    return RecordingOracle(BruteForceOracle(model, list(X), [[v] for v in y], labelings)), y
+    return RecordingOracle(BruteForceOracle(model, list(X), [[v] for v in y], labellings)), y
 
 
 def test_exact_zero_gap_blocks_are_never_visited():

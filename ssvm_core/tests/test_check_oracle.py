@@ -64,7 +64,7 @@ def test_every_mode_accepts_a_correct_oracle(toy):
     check_oracle(bf)                                   # enumerates itself
     check_oracle(_Forward(bf), model=model, X=X, Y=Y)  # enumeration from the model
     check_oracle(_Forward(bf), Y=Y)                    # its own answers as references
-    check_oracle(_Forward(bf), labelings=lambda i: bf.candidates(i)[::2], Y=Y)
+    check_oracle(_Forward(bf), labellings=lambda i: bf.candidates(i)[::2], Y=Y)
 
 
 def test_a_non_maximal_answer_is_caught_without_enumeration(toy):
@@ -72,7 +72,7 @@ def test_a_non_maximal_answer_is_caught_without_enumeration(toy):
     weights = [0.3 * np.random.default_rng(0).normal(size=bf.n_features)]
     with pytest.raises(AssertionError, match="solve is not a max"):
         check_oracle(_SecondBest(bf), weights=weights,
-                     labelings=[bf.candidates(i) for i in range(3)])
+                     labellings=[bf.candidates(i) for i in range(3)])
     with pytest.raises(AssertionError, match="solve returned"):
         check_oracle(_SecondBest(bf), weights=weights, model=model, X=X, Y=Y)
     # within a factor nu of the max is what an approximate oracle promises

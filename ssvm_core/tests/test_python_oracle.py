@@ -424,10 +424,10 @@ def test_brute_force_oracle_errors():
         as_oracle(bf).evaluate_py(0, [5], np.zeros(2))
 
 
-def test_brute_force_oracle_with_custom_labelings():
+def test_brute_force_oracle_with_custom_labellings():
     model = ToyMulticlassModel(3, 2)
     only_two = BruteForceOracle(model, [[1.0, 2.0]], [[0]],
-                                labelings=lambda x: [np.array([0]), np.array([2])])
+                                labellings=lambda x: [np.array([0]), np.array([2])])
     assert len(only_two.candidates(0)) == 2
     labels, _, _ = only_two.solve(0, np.zeros(6))
     np.testing.assert_array_equal(labels, [2])

@@ -260,17 +260,17 @@ def test_solve_rejects_bad_lam(lam):
 @pytest.mark.parametrize("kwargs, message", [
     ({"sampling": "importance"}, "sampling must be one of"),
     ({"sampling": "Uniform"}, "sampling must be one of"),
-    ({"gap_check_every": 0}, "gap_check_every must be a positive integer"),
-    ({"gap_check_every": 1.5}, "gap_check_every must be a positive integer"),
-    ({"gap_check_every": -2}, "gap_check_every must be a positive integer"),
-    ({"max_passes": 0}, "max_passes must be a positive integer"),
-    ({"max_passes": 2.5}, "max_passes must be a positive integer"),
-    ({"tol": -1e-3}, "tol must be >= 0"),
-    ({"tol": np.nan}, "tol must be >= 0"),
-    ({"max_oracle_calls": 0}, "max_oracle_calls must be positive"),
-    ({"time_budget": 0.0}, "time_budget must be positive"),
-    ({"time_budget": -1.0}, "time_budget must be positive"),
-    ({"time_budget": np.nan}, "time_budget must be positive"),
+    ({"gap_check_every": 0}, "gap_check_every must be an integer >= 1"),
+    ({"gap_check_every": 1.5}, "gap_check_every must be an integer >= 1"),
+    ({"gap_check_every": -2}, "gap_check_every must be an integer >= 1"),
+    ({"max_passes": 0}, "max_passes must be an integer >= 1"),
+    ({"max_passes": 2.5}, "max_passes must be an integer >= 1"),
+    ({"tol": -1e-3}, "tol must be a number >= 0"),
+    ({"tol": np.nan}, "tol must be a number >= 0"),
+    ({"max_oracle_calls": 0}, "max_oracle_calls must be an integer >= 1"),
+    ({"time_budget": 0.0}, "time_budget must be a number > 0"),
+    ({"time_budget": -1.0}, "time_budget must be a number > 0"),
+    ({"time_budget": np.nan}, "time_budget must be a number > 0"),
 ])
 def test_solve_rejects_bad_options(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -301,10 +301,21 @@ def test_estimator_rejects_lam_and_C_together_and_bad_values():
         FrankWolfeSSVM(model, sampling="nope").fit(X, Y)
 
 
-def test_predict_before_fit():
-    model, X, _Y = multiclass_data()
-    with pytest.raises(RuntimeError, match="not fitted yet"):
-        FrankWolfeSSVM(model).predict(X)
+def test_predict_and_score_before_fit_raise_not_fitted_error():
+    from ssvm_core import NotFittedError, SubgradientSSVM
+    from ssvm_core.exceptions import NotFittedError as public
+
+    assert NotFittedError is public
+    assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+    model, X, Y = multiclass_data()
+    for est in (FrankWolfeSSVM(model), SubgradientSSVM(model)):
+        for call in (lambda: est.predict(X), lambda: est.score(X, Y)):
+            with pytest.raises(NotFittedError, match="not fitted yet; call fit first"):
+                call()
+        assert not est.__sklearn_is_fitted__()
+        est.set_params(max_passes=1).fit(X, Y)
+        assert est.__sklearn_is_fitted__()
+        assert len(est.predict(X)) == len(X)
 
 
 # ---------------------------------------------------------------------------
@@ -337,9 +348,9 @@ def test_get_params_set_params_round_trip():
                       "n_samples": 1, "psi_float32": False, "box": None,
                       "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
-                      "time_budget": 3.0, "gap_check_every": 4, "warm_start": True,
-                      "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0,
-                      "batch_blocks": 1, "executor": None}
+                      "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,
+                      "warm_start": True,
+                      "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0}
     clone = FrankWolfeSSVM(**params)
     assert clone.get_params() == params
     assert est.get_params(deep=False) == params

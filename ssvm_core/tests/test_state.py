@@ -21,7 +21,7 @@ from ssvm_core.testing import (
 ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
           "block_gap_estimates", "avg_u")
 SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-           "exact_gaps", "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
+           "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
            "rng_state")
 
 
@@ -117,12 +117,14 @@ def test_check_compatible_remembers_the_last_oracle_but_does_not_save_it(tmp_pat
     oracle = as_oracle(chain())
     st = SolverState.for_oracle(oracle, 0.1)
     assert st._compatible_oracle is oracle
-    other = as_oracle(chain(seed=1))                 # same layout, other data
-    st.check_compatible(other)
-    assert st._compatible_oracle is other
+    same = as_oracle(chain())                        # another object, the same data
+    st.check_compatible(same)
+    assert st._compatible_oracle is same
+    with pytest.raises(ValueError, match="labels or model parameters differ"):
+        st.check_compatible(as_oracle(chain(seed=1)))   # same layout, other data
     with pytest.raises(ValueError, match="warm start needs the same data"):
         st.check_compatible(as_oracle(chain(n=4)))
-    assert st._compatible_oracle is other
+    assert st._compatible_oracle is same
     assert pickle.loads(pickle.dumps(st))._compatible_oracle is None
     st.save(tmp_path / "s.npz")
     assert SolverState.load(tmp_path / "s.npz")._compatible_oracle is None
@@ -133,11 +135,11 @@ def test_exact_gaps_flag_follows_the_iterate(tmp_path):
     st = SolverState.for_oracle(oracle, 0.1)
     assert not st.exact_gaps
     solve(oracle, 0.1, state=st, max_passes=2, tol=0, random_state=0)
-    assert st.exact_gaps and st.last_exact_gap == pytest.approx(duality_gap(oracle, st))
+    assert st.exact_gaps and st.certified_gap == pytest.approx(duality_gap(oracle, st))
     st.save(tmp_path / "s.npz")
-    assert SolverState.load(tmp_path / "s.npz").exact_gaps
+    assert not SolverState.load(tmp_path / "s.npz").exact_gaps   # never trusted from a file
     st.rescale(0.2)
-    assert not st.exact_gaps and np.isnan(st.last_exact_gap)
+    assert not st.exact_gaps and np.isnan(st.certified_gap) and np.isnan(st.last_exact_gap)
 
 
 # ---------------------------------------------------------------------------
@@ -161,7 +163,7 @@ def test_save_load_round_trip_is_exact(tmp_path, averaging):
     # The file holds no pickles.
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
-    assert meta["format_version"] == 2
+    assert meta["format_version"] == 3
 
 
 def test_save_load_keeps_sparse_block_layout(tmp_path):
@@ -237,7 +239,7 @@ def test_save_to_an_open_file(tmp_path):
 
 def test_load_rejects_other_files(tmp_path):
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
-    with pytest.raises(ValueError, match="not an ssvm solver state"):
+    with pytest.raises(ValueError, match="not a valid ssvm solver state"):
         SolverState.load(tmp_path / "other.npz")
     st = SolverState.for_oracle(as_oracle(chain()), 0.1)
     st.save(tmp_path / "s.npz")

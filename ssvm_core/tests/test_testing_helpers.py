@@ -218,7 +218,7 @@ def test_toy_chain_model_layout():
     np.testing.assert_array_equal(phi[18:21], [0, 0, 1])     # start
     np.testing.assert_array_equal(phi[21:24], [1, 0, 0])     # end
     assert model.loss([2, 0], [2, 1]) == 0.5
-    assert len(model.enumerate_labelings(x)) == 9
+    assert len(model.enumerate_labellings(x)) == 9
     w = np.zeros(model.size_joint_feature)
     w[6 + 2 * 3 + 0] = 5.0           # reward the transition 2 -> 0
     assert [list(p) for p in model.predict([x], w)] == [[2, 0]]

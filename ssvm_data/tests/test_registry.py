@@ -97,3 +97,78 @@ def test_real_ocr_is_available():
     real = [d for d in ssvm_data.available_datasets(data_home=REAL_HOME)
             if d["name"].startswith("ocr")]
     assert all(d["available"] and d["path"].endswith("letters.npz") for d in real)
+
+
+# --- the model each data set is trained with -------------------------------------------
+
+MODELS = {"ocr-small": "ChainModel", "ocr-large": "ChainModel", "conll": "ChainModel",
+          "conll-small": "ChainModel", "synthetic-ocr": "ChainModel",
+          "synthetic-chain": "ChainModel", "synthetic-multiclass": "MulticlassModel",
+          "synthetic-horseseg": "GraphCutModel", "synthetic-matching": "MatchingModel",
+          "synthetic-lsp": "PoseModel"}
+
+
+def test_every_dataset_names_its_model():
+    assert set(MODELS) == set(NAMES)
+    for name, cls in MODELS.items():
+        spec = ssvm_data.model_spec(name)
+        assert (spec.module, spec.name) == ("ssvm_oracles", cls)
+        assert str(spec).startswith(f"ssvm_oracles.{cls}(")
+
+
+def test_unknown_name_raises_listing_the_known_ones():
+    for call in (ssvm_data.model_spec, ssvm_data.model_for, ssvm_data.load_dataset):
+        with pytest.raises(ValueError, match="unknown data set 'ocr'") as err:
+            call("ocr")
+        assert all(name in str(err.value) for name in NAMES)
+
+
+def test_ssvm_data_does_not_import_ssvm_oracles():
+    import subprocess
+    import sys
+
+    code = ("import sys, ssvm_data; ssvm_data.model_spec('synthetic-lsp'); "
+            "assert 'ssvm_oracles' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_model_for_builds_the_models():
+    oracles = pytest.importorskip("ssvm_oracles")
+    from ssvm_data.conll import CHUNK_TAGS
+    from ssvm_data.lsp import POSE_TREE_PARENTS
+
+    for name in ("ocr-small", "ocr-large", "synthetic-ocr"):
+        model = ssvm_data.model_for(name)
+        assert isinstance(model, oracles.ChainModel) and model.n_states == 26
+    for name in ("conll", "conll-small"):
+        assert ssvm_data.model_for(name).n_states == len(CHUNK_TAGS) == 23
+    assert isinstance(ssvm_data.model_for("synthetic-matching"), oracles.MatchingModel)
+    assert isinstance(ssvm_data.model_for("synthetic-horseseg"), oracles.GraphCutModel)
+    pose = ssvm_data.model_for("synthetic-lsp")
+    assert isinstance(pose, oracles.PoseModel)
+    assert np.array_equal(pose.parents, POSE_TREE_PARENTS)
+
+
+def test_label_counts_come_from_the_data():
+    oracles = pytest.importorskip("ssvm_oracles")
+    _, Y, _, Y_test = ssvm_data.load_dataset("synthetic-chain", random_state=0)
+    model = ssvm_data.model_for("synthetic-chain", Y, Y_test)
+    top = max(int(y.max()) for y in list(Y) + list(Y_test))
+    assert isinstance(model, oracles.ChainModel) and model.n_states == top + 1 == 4
+    # a label seen only in the test set counts too
+    model = ssvm_data.model_for("synthetic-chain", [np.array([0, 1])], [np.array([5])])
+    assert model.n_states == 6
+    _, y, _, y_test = ssvm_data.load_dataset("synthetic-multiclass", random_state=0)
+    model = ssvm_data.model_for("synthetic-multiclass", y, y_test)
+    assert isinstance(model, oracles.MulticlassModel)
+    assert model.n_classes == int(max(y.max(), y_test.max())) + 1 == 3
+    # at least two labels, even when the data show one
+    assert ssvm_data.model_for("synthetic-multiclass", np.zeros(4, int)).n_classes == 2
+    with pytest.raises(ValueError, match="no label"):
+        ssvm_data.model_for("synthetic-chain")
+
+
+def test_model_spec_build_names_a_missing_package():
+    spec = ssvm_data.ModelSpec("ssvm_no_such_package", "Model")
+    with pytest.raises(ImportError, match="needs the package ssvm_no_such_package"):
+        spec.build()

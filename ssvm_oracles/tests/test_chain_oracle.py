@@ -158,9 +158,9 @@ def test_loss_is_normalised_hamming():
         model.loss([0, 1], [0, 1, 2])
 
 
-def test_enumerate_labelings_counts():
+def test_enumerate_labellings_counts():
     model = ChainModel(3, 2)
-    labels = list(model.enumerate_labelings(np.zeros((4, 2))))
+    labels = list(model.enumerate_labellings(np.zeros((4, 2))))
     assert len(labels) == 3 ** 4
     assert len({tuple(c) for c in labels}) == 3 ** 4
     assert all(c.dtype == np.int32 for c in labels)
@@ -178,16 +178,24 @@ def test_oracle_attributes():
     assert oracle.block_support(0) is None
 
 
-def test_n_features_is_inferred_then_enforced():
+def test_n_features_is_inferred_per_bind_and_enforced_when_given():
     rng = np.random.default_rng(0)
     X, Y = random_chain_data(rng, 2, 3, 2, 4)
     model = ChainModel(2)
     with pytest.raises(ValueError, match="n_features is unknown"):
         _ = model.size_joint_feature
     model.bind(X, Y)
-    assert model.n_features == 4 and model.size_joint_feature == 8 + 4 + 6
+    assert model.n_features is None and model.n_features_in_ == 4
+    assert model.size_joint_feature == 8 + 4 + 6
+    # Data of another width binds too (the constructor parameter is not overwritten).
+    assert model.bind([np.zeros((2, 3))], [np.array([0, 1])]).n_features == 6 + 4 + 6
+    assert model.n_features_in_ == 3
+    with pytest.raises(ValueError, match=r"w has shape \(18,\), expected \(16,\) for inputs "
+                                         "with 2 states and 3 features per token"):
+        model.predict([np.zeros((2, 3))], np.zeros(18))
+    fixed = ChainModel(2, n_features=4)
     with pytest.raises(ValueError, match="3 features per token, expected 4"):
-        model.bind([np.zeros((2, 3))], [np.array([0, 1])])
+        fixed.bind([np.zeros((2, 3))], [np.array([0, 1])])
 
 
 # ---------------------------------------------------------------------------

@@ -192,7 +192,7 @@ def test_state_layout_uses_the_supports():
         np.concatenate([oracle.block_support(i) for i in range(oracle.n_blocks)]))
 
 
-def test_enumerate_labelings_of_a_sparse_sentence():
+def test_enumerate_labellings_of_a_sparse_sentence():
     x = sp.csr_array(np.eye(3))
-    labels = list(ChainModel(2, 3).enumerate_labelings(x))
+    labels = list(ChainModel(2, 3).enumerate_labellings(x))
     assert {tuple(c) for c in labels} == set(itertools.product(range(2), repeat=3))

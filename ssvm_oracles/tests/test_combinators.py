@@ -277,3 +277,145 @@ def test_enumeration_model():
         per_input.bind([1.0], [[1, 1]])
     with pytest.raises(ValueError, match="expected \\(4,\\)"):
         EnumerationModel(lambda x, y: np.zeros(3), 4, cands).bind([1.0], [[0, 0]])
+
+
+# --- solve_many passes through every wrapper -------------------------------------------
+
+class _KBest:
+    """Exact k best labellings by enumeration: a Python oracle with ``solve_many``
+    (ties in the order of the enumeration, as ``BruteForceOracle.solve``)."""
+
+    def __init__(self, brute: BruteForceOracle):
+        self.brute = brute
+        self.n_blocks, self.n_features = brute.n_blocks, brute.n_features
+        self.max_labels = brute.max_labels
+
+    def solve(self, i, w):
+        return self.brute.solve(i, w)
+
+    def evaluate(self, i, labels, w):
+        return self.brute.evaluate(i, labels, w)
+
+    def solve_many(self, i, w, k):
+        order = np.argsort(-self.brute.scores(i, w), kind="stable")[:k]
+        cands = self.brute.candidates(i)
+        return [(cands[j], *self.brute.evaluate(i, cands[j], w)) for j in order]
+
+
+def _same_answers(got, want, atol=1e-12):
+    assert len(got) == len(want)
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(g[0], e[0])
+        np.testing.assert_allclose(g[1], e[1], atol=atol)
+        assert g[2:] == pytest.approx(e[2:], abs=atol)
+
+
+def _check_against(problem: EnumeratedProblem, i, w, answers, k, exact_k_best: bool):
+    """Distinct candidates with the enumerated psi, loss and score; the first is the max;
+    with ``exact_k_best`` the scores are the k largest of the enumeration."""
+    H = problem.scores(i, w)
+    rows = [problem.index(i, labels) for labels, *_ in answers]
+    assert len(set(rows)) == len(rows) and 1 <= len(rows) <= k
+    for (labels, psi, loss, score), r in zip(answers, rows):
+        np.testing.assert_allclose(psi, problem.psi[i][r], atol=1e-10)
+        assert loss == pytest.approx(problem.loss[i][r], abs=1e-10)
+        assert score == pytest.approx(H[r], abs=1e-10)
+    assert answers[0][3] == pytest.approx(H.max(), abs=1e-10)
+    scores = [a[3] for a in answers]
+    assert all(a >= b - 1e-12 for a, b in itertools.pairwise(scores))
+    if exact_k_best:
+        assert len(rows) == min(k, len(H))
+        np.testing.assert_allclose(scores, np.sort(H)[::-1][:len(rows)], atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["chain", "multiclass", "matching"])
+def test_counting_oracle_passes_solve_many_on(kind):
+    rng = np.random.default_rng(5)
+    part = _part(kind, 3, rng)
+    for inner, exact in ((part.oracle, False), (PythonOracle(_KBest(part.brute)), True)):
+        for timing in (False, True):
+            counting = CountingOracle(inner, timing=timing)
+            for w in _weights(rng, counting.n_features):
+                for i in range(counting.n_blocks):
+                    got = counting.solve_many_py(i, w, 4)
+                    _same_answers(got, inner.solve_many_py(i, w, 4))
+                    _check_against(part.enum, i, w, got, 4, exact)
+            assert list(counting.solve_calls) == [3] * 3 and counting.n_evaluate == 0
+            assert np.any(counting.solve_seconds > 0) == timing
+    # the Cython chain oracle offers more than one answer: they reach the caller
+    assert max(len(CountingOracle(part.oracle).solve_many_py(i, w, 4))
+               for i in range(3)) > 1 or kind != "chain"
+
+
+def test_counting_oracle_gives_the_solver_every_sample():
+    rng = np.random.default_rng(2)
+    part = _part("chain", 4, rng)
+    plain = solve(part.oracle, 0.1, max_passes=4, n_samples=3, random_state=1)
+    counted = solve(CountingOracle(part.oracle), 0.1, max_passes=4, n_samples=3,
+                    random_state=1)
+    np.testing.assert_array_equal(plain.w, counted.w)
+
+
+@pytest.mark.parametrize("nu,memory", [(1.0, 1), (0.5, 2), (0.1, 3)])
+def test_approximate_oracle_passes_solve_many_on(nu, memory):
+    rng = np.random.default_rng(7)
+    part = _part("chain", 3, rng)
+    inner = PythonOracle(_KBest(part.brute))
+    many = ApproximateOracle(inner, nu, memory=memory)
+    twin = ApproximateOracle(inner, nu, memory=memory)      # same history, through solve
+    for t in range(8):
+        w = rng.normal(size=many.n_features) * rng.choice([0.1, 1.0, 3.0])
+        for i in range(many.n_blocks):
+            got = many.solve_many_py(i, w, 5)
+            _same_answers(got[:1], [twin.solve_py(i, w)])
+            exact = inner.solve_many_py(i, w, 5)
+            rest = [a for a in exact if a[3] <= got[0][3]
+                    and not np.array_equal(a[0], got[0][0])]
+            _same_answers(got[1:], rest)
+            H = part.enum.scores(i, w)
+            assert got[0][3] >= nu * H.max() - 1e-10
+            rows = [part.enum.index(i, a[0]) for a in got]
+            assert len(set(rows)) == len(rows)
+            if nu == 1.0:
+                _check_against(part.enum, i, w, got, 5, exact_k_best=True)
+    np.testing.assert_array_equal(many.approximate_answers, twin.approximate_answers)
+    assert many.approximate_answers.any() == (nu < 1.0)
+
+
+def test_dispatch_oracle_passes_solve_many_on():
+    rng = np.random.default_rng(3)
+    a, b = _part("chain", 2, rng), _part("chain", 3, rng)
+    m = _part("matching", 2, rng, d_matching=a.oracle.n_features)   # dense psi
+    parts = [a, b, m]
+    oracles = [a.oracle, PythonOracle(_KBest(b.brute)), m.oracle]
+    blocks = [(0, 1), (1, 0), (2, 1), (1, 2), (0, 0), (2, 0)]
+    dispatch = DispatchOracle(oracles, blocks)
+    assert not dispatch.dense_psi
+    for w in _weights(rng, dispatch.n_features):
+        for i, (c, blk) in enumerate(blocks):
+            got = dispatch.solve_many_py(i, w, 4)
+            _same_answers(got, oracles[c].solve_many_py(blk, w, 4))
+            _check_against(parts[c].enum, blk, w, got, 4, exact_k_best=c == 1)
+
+
+@pytest.mark.parametrize("kinds", [("chain", "multiclass"), ("matching", "chain", "chain"),
+                                   ("multiclass", "matching")])
+def test_product_oracle_solve_many_is_the_k_best_of_the_product(kinds):
+    rng = np.random.default_rng(11)
+    parts = [_part(kind, 2, rng) for kind in kinds]
+    problem, _ = _product_problem(parts)
+    exact = ProductOracle([PythonOracle(_KBest(p.brute)) for p in parts])
+    cython = ProductOracle([p.oracle for p in parts])
+    for w in _weights(rng, exact.n_features):
+        for i in range(exact.n_blocks):
+            for k in (1, 2, 5, 9):
+                _check_against(problem, i, w, exact.solve_many_py(i, w, k), k,
+                               exact_k_best=True)
+                got = cython.solve_many_py(i, w, k)
+                _check_against(problem, i, w, got, k, exact_k_best=False)
+                # the combination of the parts' own answers: the top sums of their scores
+                lists = [p.oracle.solve_many_py(i, w[off:off + p.oracle.n_features], k)
+                         for p, off in zip(parts, cython.feature_offsets)]
+                sums = sorted((sum(a[3] for a in combo)
+                               for combo in itertools.product(*lists)), reverse=True)
+                np.testing.assert_allclose([a[3] for a in got], sums[:k], atol=1e-10)

@@ -136,7 +136,7 @@ def test_ground_truth_has_zero_psi_and_loss_and_losses_are_in_unit_interval(data
         psi, loss, score = oracle.evaluate_py(i, y, w)
         assert loss == 0.0 and score == 0.0 and not psi.any()
         assert model.loss(y, y) == 0.0
-        for cand in model.enumerate_labelings(x):
+        for cand in model.enumerate_labellings(x):
             assert 0.0 <= model.loss(y, cand) <= 1.0 + 1e-12
         # Every node wrong costs exactly 1 (both classes weigh one half, or one class all).
         assert model.loss(y, 1 - y) == pytest.approx(1.0)
@@ -150,7 +150,7 @@ def test_predict_is_the_argmax_of_the_score(data):
     model.bind(X, Y)
     for w in feasible_weights(rng, n_unary, n_pairwise):
         for x, pred in zip(X, model.predict(X, w)):
-            scores = [w @ model.joint_feature(x, c) for c in model.enumerate_labelings(x)]
+            scores = [w @ model.joint_feature(x, c) for c in model.enumerate_labellings(x)]
             assert w @ model.joint_feature(x, pred) == pytest.approx(
                 max(scores), abs=1e-9 * max(1.0, np.abs(scores).max()))
 
@@ -163,7 +163,7 @@ def test_joint_feature_layout():
     phi = model.joint_feature((unary, edges, pairwise), [1, 0, 0])
     # unary: x_0 - x_1 - x_2; pairwise: minus the features of the cut edge (0, 1).
     np.testing.assert_array_equal(phi, [1 - 3 - 5, 2 - 4 - 6, -0.5])
-    assert model.size_joint_feature == 3
+    assert (model.n_unary, model.n_pairwise) == (None, None)      # only bind records widths
 
 
 def test_balanced_loss_values():
@@ -243,16 +243,27 @@ def test_bind_rejects_bad_input(x, y, message):
         GraphCutModel().bind([x], [y])
 
 
-def test_feature_counts_are_inferred_then_enforced():
+def test_feature_counts_are_inferred_per_bind_and_enforced_when_given():
     model = GraphCutModel()
     model.bind([good_image()], [[0, 1, 1]])
-    assert (model.n_unary, model.n_pairwise) == (2, 1)
-    bad = (np.ones((3, 4)), np.array([[0, 1]]), np.ones((1, 1)))
-    with pytest.raises(ValueError, match="4 unary features, expected 2"):
-        model.bind([bad], [[0, 1, 1]])
-    bad = (np.ones((3, 2)), np.array([[0, 1]]), np.ones((1, 3)))
+    assert (model.n_unary, model.n_pairwise) == (None, None)
+    assert (model.n_unary_in_, model.n_pairwise_in_) == (2, 1)
+    np.testing.assert_array_equal(model.weight_bounds()[0], [-np.inf, -np.inf, 0.0])
+    wide = (np.ones((3, 4)), np.array([[0, 1]]), np.ones((1, 2)))
+    assert model.bind([wide], [[0, 1, 1]]).n_features == 6       # rebinding another width
+    assert (model.n_unary_in_, model.n_pairwise_in_, model.size_joint_feature) == (4, 2, 6)
+    np.testing.assert_array_equal(model.weight_bounds()[0], [-np.inf] * 4 + [0.0] * 2)
+    with pytest.raises(ValueError, match=r"w has shape \(6,\), expected \(3,\) for inputs "
+                                         "with 2 unary and 1 pairwise features"):
+        model.predict([good_image()], np.zeros(6))
+    mixed = (np.ones((3, 2)), np.array([[0, 1]]), np.ones((1, 3)))
     with pytest.raises(ValueError, match="3 pairwise features, expected 1"):
-        model.predict([bad], np.zeros(3))
+        model.predict([good_image(), mixed], np.zeros(3))
+    fixed = GraphCutModel(n_unary=2, n_pairwise=1)
+    with pytest.raises(ValueError, match="4 unary features, expected 2"):
+        fixed.bind([wide], [[0, 1, 1]])
+    with pytest.raises(ValueError, match="3 pairwise features, expected 1"):
+        fixed.predict([mixed], np.zeros(3))
     with pytest.raises(ValueError, match="X has 1 images but Y has 2"):
         model.bind([good_image()], [[0, 1, 1], [0, 0, 0]])
     with pytest.raises(ValueError, match="X is empty"):

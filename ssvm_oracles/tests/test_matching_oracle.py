@@ -39,7 +39,7 @@ def matching_data(draw):
     for _ in range(n):
         x = _random_pair(rng, draw(st.integers(1, 4)), draw(st.integers(1, 4)), d,
                          draw(st.booleans()))
-        cands = list(model.enumerate_labelings(x))
+        cands = list(model.enumerate_labellings(x))
         X.append(x)
         Y.append(cands[rng.integers(len(cands))])
     return model, X, Y, rng
@@ -70,7 +70,7 @@ def test_enumeration_feature_map_and_loss_against_direct_formulas(n_s, n_t, seed
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n_s, n_t, 2))
     model = MatchingModel(precision_cost=1.0, recall_cost=3.0)
-    cands = list(model.enumerate_labelings(x))
+    cands = list(model.enumerate_labellings(x))
     assert len(cands) == len({c.tobytes() for c in cands}) == _matching_count(n_s, n_t)
     y_true = cands[rng.integers(len(cands))]
     for y in cands:
@@ -87,9 +87,9 @@ def test_enumeration_feature_map_and_loss_against_direct_formulas(n_s, n_t, seed
 def test_predict_is_the_maximum_weight_matching(data):
     model, X, Y, rng = data
     model.bind(X, Y)                           # infers n_features
-    for w in _weights(rng, model.n_features):
+    for w in _weights(rng, model.size_joint_feature):
         for x, y in zip(X, model.predict(X, w)):
-            best = max(w @ model.joint_feature(x, c) for c in model.enumerate_labelings(x))
+            best = max(w @ model.joint_feature(x, c) for c in model.enumerate_labellings(x))
             assert w @ model.joint_feature(x, y) == pytest.approx(best, abs=1e-10)
             for j in np.flatnonzero(y >= 0):     # only edges with a positive score are kept
                 single = np.where(np.arange(len(y)) == j, y, -1)

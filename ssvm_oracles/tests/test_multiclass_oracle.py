@@ -108,14 +108,14 @@ def test_joint_feature_layout():
     assert model.size_joint_feature == 6
     np.testing.assert_array_equal(model.joint_feature([1.0, 2.0], 1), [0, 0, 1, 2, 0, 0])
     np.testing.assert_array_equal(model.joint_feature([1.0, 2.0], [2]), [0, 0, 0, 0, 1, 2])
-    assert [list(c) for c in model.enumerate_labelings(None)] == [[0], [1], [2]]
+    assert [list(c) for c in model.enumerate_labellings(None)] == [[0], [1], [2]]
 
 
 def test_oracle_attributes_and_psi_sparsity():
     X = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
     oracle = MulticlassModel(3).bind(X, [0, 1])
     assert (oracle.n_blocks, oracle.n_features, oracle.max_labels) == (2, 9, 1)
-    assert oracle.max_psi_nnz == 6
+    assert oracle.max_psi_nnz == 4            # 2 x the most nonzeros of a row
     assert oracle.needs_gil is False and not oracle.dense_psi
     assert oracle.n_classes == 3 and oracle.n_inputs == 3
     w = np.zeros(9)
@@ -161,16 +161,25 @@ def test_bind_rejects_bad_input(X, Y, message):
         MulticlassModel(3).bind(X, Y)
 
 
-def test_feature_count_is_inferred_then_enforced():
+def test_feature_count_is_inferred_per_bind_and_enforced_when_given():
     model = MulticlassModel(2)
     with pytest.raises(ValueError, match="n_features is unknown"):
         _ = model.size_joint_feature
     model.bind(np.ones((2, 3)), [0, 1])
-    assert model.n_features == 3
+    assert model.n_features is None and model.n_features_in_ == 3
+    assert model.size_joint_feature == 6
+    # Another width rebinds (the constructor parameter was not overwritten) ...
+    assert model.bind(np.ones((2, 4)), [0, 1]).n_features == 8
+    assert model.n_features_in_ == 4
+    # ... and predict names the width mismatch between inputs and weights.
+    with pytest.raises(ValueError, match=r"w has shape \(8,\), expected \(10,\) for inputs "
+                                         "with 2 classes and 5 features"):
+        model.predict(np.ones((2, 5)), np.zeros(8))
+    fixed = MulticlassModel(2, n_features=3)
     with pytest.raises(ValueError, match="X has 4 features, expected 3"):
-        model.bind(np.ones((2, 4)), [0, 1])
+        fixed.bind(np.ones((2, 4)), [0, 1])
     with pytest.raises(ValueError, match="X has 4 features, expected 3"):
-        model.predict(np.ones((2, 4)), np.zeros(6))
+        fixed.predict(np.ones((2, 4)), np.zeros(6))
 
 
 def test_column_labels_are_accepted():
@@ -207,3 +216,61 @@ def test_pickle_round_trip():
                 for a, b in zip(clone.evaluate_py(i, [k], w), oracle.evaluate_py(i, [k], w)):
                     np.testing.assert_array_equal(a, b)
         assert primal_objective(clone, 0.1, w) == primal_objective(oracle, 0.1, w)
+
+
+def test_labels_out_of_range_in_loss_and_score_are_errors():
+    """Y = -1 used to wrap to the last class silently, Y + 50 gave a bare IndexError."""
+    from ssvm_core import FrankWolfeSSVM
+
+    rng = np.random.default_rng(3)
+    X, Y = random_multiclass_data(rng, 12, 3, 3)
+    model = MulticlassModel(3)
+    svm = FrankWolfeSSVM(model, lam=0.1, max_passes=5, random_state=0).fit(X, Y)
+    for bad in (np.full_like(Y, -1), Y + 50):
+        with pytest.raises(ValueError, match=r"Y_true has classes outside \[0, 3\)"):
+            svm.score(X, bad)
+        with pytest.raises(ValueError, match=r"classes outside \[0, 3\)"):
+            model.loss(bad[0], 0)
+        with pytest.raises(ValueError, match=r"classes outside \[0, 3\)"):
+            model.loss(0, bad[0])
+        with pytest.raises(ValueError, match=r"classes outside \[0, 3\)"):
+            model.joint_feature(X[0], bad[0])
+    with pytest.raises(ValueError, match=r"Y_pred has classes outside \[0, 3\)"):
+        model.mean_loss(Y, np.full_like(Y, 3))
+    with pytest.raises(ValueError, match="must be one class, got 2 values"):
+        model.loss([0, 1], 0)
+    # In-range labels still give the cost-matrix loss.
+    assert svm.score(X, Y) == pytest.approx(np.mean(svm.predict(X) == Y))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_sparse_inputs_train_exactly_as_dense(fmt):
+    """Sparse X is supported: same oracle answers, same fit, same predictions as dense X."""
+    import scipy.sparse as sp
+
+    from ssvm_core import FrankWolfeSSVM
+
+    rng = np.random.default_rng(4)
+    X, Y = random_multiclass_data(rng, 20, 6, 3)
+    X = X * (rng.random(X.shape) < 0.4)
+    Xs = sp.csr_matrix(X).asformat(fmt)
+    model = MulticlassModel(3)
+    dense, sparse = model.bind(X, Y), model.bind(Xs, Y)
+    assert sparse.max_psi_nnz == 2 * int(np.max(np.count_nonzero(X, axis=1)))
+    problem = enumerate_problem(BruteForceOracle(model, X, Y))
+    check_oracle(sparse, problem, weights(rng, sparse.n_features), atol=1e-12)
+    for w in weights(rng, dense.n_features):
+        for i in range(len(Y)):
+            a, b = dense.solve_py(i, w), sparse.solve_py(i, w)
+            assert a[0][0] == b[0][0] and a[2:] == b[2:]
+            np.testing.assert_array_equal(a[1], b[1])
+    fit = {name: FrankWolfeSSVM(MulticlassModel(3), lam=0.05, max_passes=20, tol=0,
+                                random_state=1).fit(data, Y) for name, data in
+           (("dense", X), ("sparse", Xs))}
+    np.testing.assert_array_equal(fit["dense"].w_, fit["sparse"].w_)
+    np.testing.assert_array_equal(fit["dense"].predict(X), fit["sparse"].predict(Xs))
+    assert fit["sparse"].score(Xs, Y) == fit["dense"].score(X, Y)
+    bad = Xs.tocsr().copy()
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        model.bind(bad, Y)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ssvm_core import BruteForceOracle
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_oracles import PoseModel, PoseOracle
-from ssvm_oracles._tree_maxsum import distance_transform_1d, distance_transform_2d
+from ssvm_oracles._distance_transform import distance_transform_1d, distance_transform_2d
 
 # ---------------------------------------------------------------------------
 # Distance transforms
@@ -197,7 +197,7 @@ def test_all_labellings_enumerates_every_labelling_once():
     assert len({c.tobytes() for c in cands}) == len(cands)
     model = PoseModel([-1, 0, 0], (0, 1), n_types=2)
     x = random_input(np.random.default_rng(0), 3, 2, 2, 3)
-    assert {c.tobytes() for c in cands} == {c.tobytes() for c in model.enumerate_labelings(x)}
+    assert {c.tobytes() for c in cands} == {c.tobytes() for c in model.enumerate_labellings(x)}
 
 
 @settings(max_examples=scaled_examples(40))
@@ -371,7 +371,7 @@ def test_joint_feature_and_predict_against_reference(case):
 
 
 def test_shared_checker_on_a_fixed_instance():
-    """ssvm_core.testing.check_oracle with BruteForceOracle over model.enumerate_labelings."""
+    """ssvm_core.testing.check_oracle with BruteForceOracle over model.enumerate_labellings."""
     rng = np.random.default_rng(3)
     model = PoseModel([-1, 0, 1], (0, 2), n_types=2)
     X = [random_input(rng, 3, 2, 2, 2) for _ in range(2)]

@@ -3,6 +3,7 @@
 from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
+from ssvm_core.exceptions import NotFittedError
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
@@ -16,6 +17,7 @@ __all__ = [
     "BruteForceOracle",
     "FrankWolfeSSVM",
     "MaxOracle",
+    "NotFittedError",
     "PythonOracle",
     "SolveResult",
     "SolverState",

@@ -30,7 +30,7 @@ from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_grou
 from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
 from ssvm_core._sampling cimport _tree_set
 
-STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
+from ssvm_core.options import STEPS
 
 cdef enum:
     STEP_FW = 0
@@ -452,9 +452,8 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     order : int array
         Blocks visited first (all of them, or the unvisited ones with gap
         sampling).
-    step : {"fw", "away", "pairwise", "hybrid"}
-        BCFW, BCAFW (001 Alg. 4), BCPFW (001 Alg. 3), or the best of the three
-        by exact dual improvement.
+    step : {"fw", "away", "pairwise", "hybrid", "corrective", "sequential"}
+        See ``ssvm_core.options`` (the one table of solver options).
     line_search : bool
         False uses the predefined step 2n / (k + 2n) (FW steps only).
     cache, cache_factor, cache_nu :
@@ -480,7 +479,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     if not line_search and step != "fw":
         raise ValueError("the predefined step size (line_search=False) applies to FW "
                          f"steps only, not step={step!r}")
-    state.exact_gaps = False             # the iterate moves
+    state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
@@ -544,8 +543,9 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     v_i = psi_i(y) / (lam n) and ell_i = L_i(y) / n, with v and w = clip(v)
     following; with active sets the labelling becomes the block's only active
     atom (other stored labellings stay, inactive, and a run without a cache
-    drops them at the block's next step).  The average restarts at the new point and the gap estimates are
-    forgotten.  Costs one ``evaluate`` per block, O(nnz(psi) + size of v_i).
+    drops them at the block's next step).  Only the dual point moves:
+    ``SolverState.move_to_vertices`` then sets ell and restarts the
+    bookkeeping.  Costs one ``evaluate`` per block, O(nnz(psi) + size of v_i).
     """
     cdef intp_t n = oracle.n_blocks, i, k, ks
     if len(labellings) != n:
@@ -574,5 +574,3 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
                 blk.alpha[k] = 1.0 if k == ks else 0.0
         if c.psi_idx != NULL:
             _clear_psi(c, &s[0])
-    state.ell = float(np.sum(state.block_ell))
-    state._move_to(state.lam)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
+from ssvm_core._atoms cimport ActiveSets, BlockAtoms
 from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
                                 _clear_psi, _corner_dense, _dot_block, _step_size,
                                 _use_ground_truth)
@@ -153,7 +154,10 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     Updates the state in place, including the lazy average when
     ``state.avg_u`` is set.
     """
-    state.exact_gaps = False             # the iterate moves
+    if state.atoms is not None:
+        raise ValueError("this state keeps active sets, which plain BCFW steps would leave "
+                         "out of sync with alpha; use _active.active_pass(step='fw')")
+    state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms)
     cdef float64_t[::1] s = np.zeros(oracle.n_features)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
@@ -177,53 +181,6 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         state.fw_steps += n_steps - state.n_steps
         state.n_steps = n_steps
         state.replaced_answers += n_replaced
-
-
-cdef int _score_blocks(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
-                       bint block_gaps, intp_t start, intp_t stop, float64_t* sum_scores,
-                       Corner* c) except -1 nogil:
-    cdef intp_t n = oracle.n_blocks, i
-    cdef float64_t total = 0.0
-    for i in range(start, stop):
-        oracle.solve(i, w, c)
-        if _below_ground_truth(c):          # max_y H_i >= H_i(y_i) = 0
-            c.score = 0.0
-        total += c.score
-        if block_gaps:
-            b.gap_estimates[i] = (lam * _dot_block(b.values + b.ptr[i], _block_support(b, i),
-                                                   b.ptr[i + 1] - b.ptr[i], w)
-                                  - b.ell[i] + c.score / n)
-    sum_scores[0] = total
-    return 0
-
-
-def score_range(MaxOracle oracle, const float64_t[::1] w, state, intp_t start, intp_t stop):
-    """sum_{start <= i < stop} max_y H_i(y; w); see ``score_pass``.
-
-    With a ``state`` (whose primal point must be ``w``) the exact block gaps
-    g_i = lam <v_i, w> - ell_i + max_y H_i(y; w) / n of the range are stored
-    in ``state.block_gap_estimates``.  Thread-safe for oracles with
-    ``needs_gil == False`` (it runs without the GIL and writes only the
-    block gaps of its own range).
-    """
-    cdef StateView view
-    cdef Blocks* b = NULL
-    cdef bint block_gaps = state is not None
-    cdef float64_t lam = state.lam if block_gaps else 1.0
-    if block_gaps:
-        view = StateView(state)
-        b = &view.blocks
-    cdef CornerBuffer buf = CornerBuffer(oracle)
-    cdef float64_t total = 0.0
-    if not 0 <= start <= stop <= oracle.n_blocks:
-        raise IndexError(f"block range [{start}, {stop}) outside [0, {oracle.n_blocks}]")
-    if oracle.needs_gil:
-        _score_blocks(oracle, b, &w[0], lam, block_gaps, start, stop, &total, &buf.corner)
-    else:
-        with nogil:
-            _score_blocks(oracle, b, &w[0], lam, block_gaps, start, stop, &total,
-                          &buf.corner)
-    return total
 
 
 cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
@@ -257,11 +214,15 @@ cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t 
 
 cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                   float64_t avg_coef, float64_t lam, float64_t gamma,
-                  const int32_t* labels, const intp_t* n_labels, Corner* c) except -1 nogil:
+                  const int32_t* labels, const intp_t* n_labels, ActiveSets atoms,
+                  intp_t step, Corner* c) except -1 nogil:
     # Batch FW, phase 2: move every block toward its corner with the common gamma.
-    cdef intp_t n = oracle.n_blocks, i
+    # With active sets, alpha_i <- (1 - gamma) alpha_i + gamma delta(corner) too
+    # (zeroed atoms other than the ground truth are dropped: batch FW has no cache).
+    cdef intp_t n = oracle.n_blocks, i, k, ks
     cdef float64_t scale = 1.0 / (lam * n), loss
     cdef const float64_t* vs
+    cdef BlockAtoms* blk
     for i in range(n):
         if n_labels[i] < 0:                  # replaced by the ground truth: psi = 0
             vs, loss = s, 0.0                # s is all zeros between steps
@@ -271,6 +232,17 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
         _affine_move(b.values + b.ptr[i], _block_support(b, i), b.ptr[i + 1] - b.ptr[i],
                      -gamma, vs, gamma * scale, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
+        if atoms is not None:
+            blk = &atoms.blocks[i]
+            ks = 0 if n_labels[i] < 0 else atoms._add(i, c, step, oracle.n_features)
+            for k in range(blk.n):
+                blk.alpha[k] = 0.0 if gamma == 1.0 else (1.0 - gamma) * blk.alpha[k]
+            blk.alpha[ks] += gamma
+            k = blk.n - 1
+            while k >= 1:
+                if blk.alpha[k] == 0.0:
+                    atoms._remove(i, k)
+                k -= 1
         if n_labels[i] >= 0 and c.psi_idx != NULL:
             _clear_psi(c, s)
     return 0
@@ -287,7 +259,7 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     and the re-evaluation only reads psi and the loss, which do not depend
     on w.
     """
-    state.exact_gaps = False             # the iterate moves
+    state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state)
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features
     cdef float64_t[::1] v = state.v
@@ -300,6 +272,7 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     cdef float64_t lam = state.lam, ell = state.ell, ell_s = 0.0, dot = 0.0, sq = 0.0
     cdef float64_t gap, gamma, diff
     cdef intp_t k, j = state.n_steps + 1, n_replaced = 0
+    cdef ActiveSets atoms = state.atoms
     if oracle.needs_gil:
         _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
                     &ell_s, &n_replaced, &buf.corner)
@@ -315,11 +288,11 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     gamma = _step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
     if oracle.needs_gil:
         _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam, gamma,
-                 &labels[0], &n_labels[0], &buf.corner)
+                 &labels[0], &n_labels[0], atoms, j, &buf.corner)
     else:
         with nogil:
             _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam,
-                     gamma, &labels[0], &n_labels[0], &buf.corner)
+                     gamma, &labels[0], &n_labels[0], atoms, j, &buf.corner)
     state.ell = ell + gamma * (ell_s - ell)
     state.ell_avg = ((j - 1.0) * state.ell_avg + 2.0 * state.ell) / (j + 1.0)
     state.n_steps = j

@@ -6,9 +6,18 @@ import inspect
 
 import numpy as np
 
+from ssvm_core.exceptions import NotFittedError
+
 
 class BaseSSVM:
-    """``get_params``/``set_params``, ``predict``, ``score`` and the lam/C rule."""
+    """``get_params``/``set_params``, ``predict``, ``score`` and the lam/C rule.
+
+    The estimators follow scikit-learn's conventions without depending on it:
+    ``get_params``/``set_params`` (nested ``name__param`` keys included),
+    ``sklearn.base.clone``-able constructors, ``__sklearn_tags__`` and
+    ``__sklearn_is_fitted__``, so ``cross_val_score`` and ``GridSearchCV``
+    work with the estimator's ``score`` or a scorer on a structured loss.
+    """
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -17,18 +26,68 @@ class BaseSSVM:
                 if p.name != "self" and p.kind != p.VAR_KEYWORD]
 
     def get_params(self, deep: bool = True) -> dict:
-        """Constructor parameters, as in scikit-learn."""
-        return {name: getattr(self, name) for name in self._param_names()}
+        """Constructor parameters, as in scikit-learn.
+
+        Parameters
+        ----------
+        deep : bool, default True
+            Also list the parameters of parameter values that have
+            ``get_params`` themselves, as ``name__param``.
+
+        Returns
+        -------
+        dict
+            Parameter name to value.
+        """
+        params = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            params[name] = value
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                params.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+        return params
 
     def set_params(self, **params):
-        """Set constructor parameters; unknown names raise ``ValueError``."""
+        """Set constructor parameters (``name__param`` sets a parameter of ``name``).
+
+        Unknown names raise ``ValueError``.  Returns the estimator.
+        """
         valid = self._param_names()
-        for name, value in params.items():
+        nested: dict[str, dict] = {}
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
             if name not in valid:
                 raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
                                  f"valid: {valid}")
-            setattr(self, name, value)
+            if sub:
+                nested.setdefault(name, {})[sub] = value
+            else:
+                setattr(self, name, value)
+        for name, sub_params in nested.items():
+            target = getattr(self, name)
+            if not hasattr(target, "set_params"):
+                raise ValueError(f"parameter {name!r} of {type(self).__name__} has no "
+                                 f"parameters to set ({sorted(sub_params)})")
+            target.set_params(**sub_params)
         return self
+
+    def __sklearn_tags__(self):
+        """scikit-learn's estimator tags (only scikit-learn calls this, so it imports it).
+
+        Structured inputs and labellings: scikit-learn does not validate
+        them (the model does), ``y`` is required, and the estimator is
+        neither a classifier nor a regressor, so cross-validation uses plain
+        K-fold splits and scores with ``score`` or the given scorer.
+        """
+        from sklearn.utils import InputTags, Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=True),
+                    no_validation=True, requires_fit=True,
+                    input_tags=InputTags(two_d_array=False))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        """Whether ``fit`` has run (scikit-learn's ``check_is_fitted`` asks this)."""
+        return hasattr(self, "w_")
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -56,14 +115,21 @@ class BaseSSVM:
         return oracle, lam, state
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "w_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet; call fit first")
+        if not self.__sklearn_is_fitted__():
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; "
+                                 "call fit first")
 
     def predict(self, X) -> list:
-        """Decode every input with the learned weights."""
+        """Decode every input with the learned weights.
+
+        Raises ``ssvm_core.NotFittedError`` before ``fit``.
+        """
         self._check_fitted()
         return self.model.predict(X, self.w_)
 
     def score(self, X, Y) -> float:
-        """1 - mean task loss (the accuracy for a 0/1 loss)."""
+        """1 - mean task loss (the accuracy for a 0/1 loss).
+
+        Raises ``ssvm_core.NotFittedError`` before ``fit``.
+        """
         return 1.0 - self.model.mean_loss(Y, self.predict(X))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from ssvm_core._oracle import MaxOracle
+from ssvm_core.deprecation import warn_renamed
 
 
 class StructuredModel(ABC):
@@ -38,9 +39,19 @@ class StructuredModel(ABC):
     def predict(self, X: Sequence, w: np.ndarray) -> list:
         """argmax_y <w, phi(x, y)> for every x in X."""
 
-    def enumerate_labelings(self, x) -> Iterable:
+    def enumerate_labellings(self, x) -> Iterable:
         """Every labelling of ``x`` (for brute-force checks on tiny inputs)."""
+        legacy = type(self).enumerate_labelings
+        if legacy is not StructuredModel.enumerate_labelings:
+            # a subclass written for the old spelling: still honoured, with a warning
+            warn_renamed(f"{type(self).__name__}.enumerate_labelings", "enumerate_labellings")
+            return legacy(self, x)
         raise NotImplementedError(f"{type(self).__name__} cannot enumerate labellings")
+
+    def enumerate_labelings(self, x) -> Iterable:
+        """Deprecated spelling of ``enumerate_labellings`` (warns, then calls it)."""
+        warn_renamed("enumerate_labelings", "enumerate_labellings")
+        return self.enumerate_labellings(x)
 
     def mean_loss(self, Y_true: Sequence, Y_pred: Sequence) -> float:
         """Average task loss over a data set."""

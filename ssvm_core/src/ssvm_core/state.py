@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
+import zipfile
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from ssvm_core import _active
 from ssvm_core._atoms import ActiveSets
-from ssvm_core._oracle import MaxOracle
+from ssvm_core._oracle import MaxOracle, PythonOracle
+from ssvm_core.files import atomic_write
+from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
 from ssvm_core.validation import check_box
 
-_FORMAT_VERSION = 2
+_FORMAT_VERSION = 3
+_READABLE_VERSIONS = (2, 3)
 _ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_support",
            "block_ell", "block_gap_estimates", "block_oracle_gaps", "avg_u")
 _SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-            "last_exact_gap", "exact_gaps")
+            "last_exact_gap")
 _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
              "fw_steps", "away_steps", "pairwise_steps", "corrective_steps", "drop_steps",
              "cache_hits_local",
@@ -69,16 +74,22 @@ class SolverState:
     ell : float
         sum_i ell_i; the dual value is ``ell - lam/2 ||w||^2``.
     block_gap_estimates : ndarray (n_blocks,)
-        Last computed gap of each block (NaN until visited); exact right after
-        a gap pass.
+        What gap sampling reads: the last computed gap of each block (NaN
+        until visited), refreshed by the scheduled gap passes.
     block_oracle_gaps : ndarray (n_blocks,)
         Gap of each block at its last oracle call (the caching rule's g_i).
     last_exact_gap : float
-        Global gap of the iterate at the last gap pass (NaN before one).
+        What the caching rule reads: the global gap at the last scheduled gap
+        pass (NaN before one).
+    certified_gaps : ndarray (n_blocks,)
+        Exact block gaps of the iterate at the last gap pass of any kind
+        (their sum is ``certified_gap``); current only while ``exact_gaps``.
+    certified_gap : float
+        P(w) - D(alpha) at the last gap pass.
     exact_gaps : bool
-        Whether ``last_exact_gap`` and ``block_gap_estimates`` are the exact
-        gaps of the current iterate: set by a gap pass, kept by
-        ``shrink_duals`` (001 Prop. 1), cleared by any step.
+        Whether ``certified_gaps`` and ``certified_gap`` belong to the
+        current iterate: set by a gap pass, kept by ``shrink_duals``
+        (001 Prop. 1), cleared by any step, never trusted from a file.
     n_steps : int
         Frank-Wolfe steps taken (iterate index k).
     avg_u, ell_avg : ndarray, float
@@ -115,8 +126,11 @@ class SolverState:
         self.block_gap_estimates = np.full(n_blocks, np.nan)
         self.block_oracle_gaps = np.full(n_blocks, np.nan)
         self.last_exact_gap = float("nan")
+        self.certified_gaps = np.full(n_blocks, np.nan)
+        self.certified_gap = float("nan")
         self.exact_gaps = False
         self._compatible_oracle = None      # the last oracle check_compatible accepted
+        self._fingerprint: dict | None = None
         self.v = np.zeros(n_features)
         if box is None:
             self.lower = self.upper = np.zeros(0)
@@ -212,7 +226,7 @@ class SolverState:
         if self.has_box:
             self.w[:] = np.clip(self.v, self.lower, self.upper)
         self.block_values *= factor
-        self._move_to(lam)
+        self.restart(lam)
 
     def shrink_duals(self, lam: float) -> float:
         """Move to a smaller lambda keeping w: 001 Prop. 1's dual rescaling.
@@ -239,17 +253,19 @@ class SolverState:
         rho = lam / self.lam
         if rho > 1.0:
             raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
-        exact, gaps = self.exact_gaps, self.block_gap_estimates.copy()
+        exact, gaps = self.exact_gaps, self.certified_gaps.copy()
         block_delta = self.block_deltas() if exact else None
         delta = self.total_delta()
         self.block_ell *= rho
         self.ell = float(np.sum(self.block_ell))
         if self.atoms is not None:
             self.atoms.shrink(rho)
-        self._move_to(lam)
+        self.restart(lam)
         if exact:          # Prop. 1 block by block: g_i grows by (1 - rho) delta_i
-            self.block_gap_estimates[:] = gaps + (1.0 - rho) * block_delta
-            self.last_exact_gap = float(np.sum(self.block_gap_estimates))
+            self.certified_gaps[:] = gaps + (1.0 - rho) * block_delta
+            self.certified_gap = float(np.sum(self.certified_gaps))
+            self.block_gap_estimates[:] = self.certified_gaps
+            self.last_exact_gap = self.certified_gap
             self.exact_gaps = True
         return delta
 
@@ -264,24 +280,70 @@ class SolverState:
         001 eq. 13, and a rescaling by rho grows block i's gap by
         (1 - rho) delta_i (001 Alg. 7).
         """
-        n = self.n_blocks
-        if self.dense_blocks:
-            inner = self.block_values.reshape(n, self.n_features) @ self.w
-        else:
-            owner = np.repeat(np.arange(n), np.diff(self.block_ptr))
-            inner = np.bincount(owner, weights=self.block_values * self.w[self.block_support],
-                                minlength=n)
+        inner = self.block_inner(self.w)
         return self.block_ell - self.lam * inner
 
-    def _move_to(self, lam: float) -> None:
-        """Set lambda after a rescaling: the gaps known so far are stale and the
-        average restarts at the rescaled point."""
+    def block_inner(self, w: np.ndarray) -> np.ndarray:
+        """<v_i, w> of every block, shape (n_blocks,), in O(size of the blocks)."""
+        n = self.n_blocks
+        if self.dense_blocks:
+            return self.block_values.reshape(n, self.n_features) @ w
+        owner = np.repeat(np.arange(n), np.diff(self.block_ptr))
+        return np.bincount(owner, weights=self.block_values * w[self.block_support],
+                           minlength=n)
+
+    def record_gap_pass(self, scores: np.ndarray, refresh: bool) -> tuple[float, float]:
+        """Record an exact gap pass at the current iterate from its block scores.
+
+        Parameters
+        ----------
+        scores : ndarray (n_blocks,)
+            max_y H_i(y; w) of every block at ``w`` (``parallel.max_scores``).
+        refresh : bool
+            Also hand the exact gaps to gap sampling (``block_gap_estimates``)
+            and to the caching rule (``last_exact_gap``).  The solver does so
+            only at its scheduled gap checks, so that a check made only to
+            report (at the start of a resumed solve, at a budget stop) leaves
+            what the sampler and the cache read as an uninterrupted run has it.
+
+        Returns
+        -------
+        (primal, gap) : (float, float)
+            P(w) and P(w) - D(alpha); the block gaps
+            g_i = lam <v_i, w> - ell_i + max_y H_i / n are stored in
+            ``certified_gaps`` and sum to the gap.
+        """
+        from ssvm_core.objectives import dual_objective
+
+        n = self.n_blocks
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (n,):
+            raise ValueError(f"scores has shape {scores.shape}, expected ({n},)")
+        primal = 0.5 * self.lam * float(self.w @ self.w) + float(np.sum(scores)) / n
+        gap = primal - dual_objective(self)
+        self.certified_gaps[:] = self.lam * self.block_inner(self.w) - self.block_ell + scores / n
+        self.certified_gap = gap
+        self.exact_gaps = True
+        if refresh:
+            self.block_gap_estimates[:] = self.certified_gaps
+            self.last_exact_gap = gap
+        return primal, gap
+
+    def restart(self, lam: float) -> None:
+        """Set lambda after the dual point was moved by hand (a rescaling, new
+        vertices): every gap known so far is stale and the average restarts."""
         self.lam = lam
         self.block_gap_estimates[:] = np.nan
         self.block_oracle_gaps[:] = np.nan
         self.last_exact_gap = float("nan")
-        self.exact_gaps = False
+        self.invalidate_gaps()
         self.reset_averaging()
+
+    def invalidate_gaps(self) -> None:
+        """The iterate moved: the certified gaps no longer describe it."""
+        self.exact_gaps = False
+        self.certified_gaps[:] = np.nan
+        self.certified_gap = float("nan")
 
     def move_to_vertices(self, oracle, labellings) -> None:
         """Set alpha_i = delta(labellings[i]) in every block (a FW step of size 1 each).
@@ -292,7 +354,8 @@ class SolverState:
         oracle = as_oracle(oracle)
         self.check_compatible(oracle)
         _active.move_to_vertices(oracle, self, labellings)
-        self.exact_gaps = False
+        self.ell = float(np.sum(self.block_ell))
+        self.restart(self.lam)
 
     def check_atoms(self, atol: float = 1e-9) -> None:
         """Check the active-set invariants; raise ``AssertionError`` naming a violation.
@@ -321,14 +384,61 @@ class SolverState:
             if abs(alpha @ loss / n - self.block_ell[i]) > atol * max(1.0, loss.max() / n):
                 raise AssertionError(f"block {i}: ell_i differs from sum alpha L / n")
 
+    def check(self, atol: float = 1e-9) -> None:
+        """Check that the state is one consistent dual point; ``ValueError`` if not.
+
+        Checks the shapes and finiteness of every array, v = sum_i v_i,
+        w = clip(v) (or w = v without a box), ell = sum_i ell_i, and with
+        active sets their invariants (``check_atoms``): alpha on the simplex
+        and A alpha = v.  Tolerances are relative to the size of the terms.
+        ``load`` calls it on every file it reads.
+        """
+        n, d = self.n_blocks, self.n_features
+        problems = _array_problems(self)
+        if problems:
+            raise ValueError("; ".join(problems))
+        total = np.zeros(d)
+        if self.dense_blocks:
+            total += self.block_values.reshape(n, d).sum(axis=0)
+        else:
+            np.add.at(total, self.block_support, self.block_values)
+        scale = max(1.0, float(np.abs(self.block_values).max(initial=0.0)))
+        if np.abs(total - self.v).max(initial=0.0) > atol * scale * max(n, 1):
+            raise ValueError(f"v differs from the sum of the block vectors by "
+                             f"{np.abs(total - self.v).max():.3g}")
+        if not np.array_equal(self.w, self.project(self.v)):
+            raise ValueError("w is not the projection of v onto the box")
+        if abs(self.ell - float(np.sum(self.block_ell))) > atol * max(
+                1.0, float(np.abs(self.block_ell).sum())):
+            raise ValueError(f"ell = {self.ell} differs from the sum of the block ells "
+                             f"{float(np.sum(self.block_ell))}")
+        if self.atoms is not None:
+            if self.atoms.n_blocks != n:
+                raise ValueError(f"the active sets have {self.atoms.n_blocks} blocks, "
+                                 f"the state {n}")
+            try:
+                self.check_atoms(max(atol, 1e-8))
+            except AssertionError as err:
+                raise ValueError(f"active sets: {err}") from None
+
+    @property
+    def fingerprint(self) -> dict | None:
+        """The fingerprint of the oracle this state was trained on (see
+        ``ssvm_core.fingerprint``), or None when unknown."""
+        if self._fingerprint is None and self._compatible_oracle is not None:
+            self._fingerprint = oracle_fingerprint(self._compatible_oracle)
+        return self._fingerprint
+
     def check_compatible(self, oracle: MaxOracle) -> None:
         """Raise ``ValueError`` if this state cannot continue on ``oracle``.
 
-        The last oracle accepted is remembered (not saved or pickled), so
-        repeated warm starts on it (a path, a grid) skip the layout check.
+        The oracle must have the state's fingerprint (type, shapes and a
+        digest of its data, labels and parameters) and block layout.  The
+        last oracle accepted is remembered (not saved or pickled), so
+        repeated warm starts on it (a path, a grid) skip the check.
         """
         oracle = as_oracle(oracle)
-        if oracle is self._compatible_oracle:
+        if _same_oracle(oracle, self._compatible_oracle):
             return
         if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
             raise ValueError(
@@ -338,10 +448,23 @@ class SolverState:
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
+        saved = self.fingerprint
+        current = oracle_fingerprint(oracle)
+        if saved is not None:
+            why = describe_difference(saved, current)
+            if why is not None:
+                raise ValueError(f"this state cannot continue on this oracle: {why}")
+            if saved.get("data") is None or current.get("data") is None:
+                warnings.warn(f"{current['type']} cannot be fingerprinted (it does not "
+                              "pickle): the state is continued on it after checking only "
+                              "its type and shapes", RuntimeWarning, stacklevel=3)
         self._compatible_oracle = oracle
+        self._fingerprint = current
 
     def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
+        state = {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
+        state["_fingerprint"] = self.fingerprint
+        return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _compatible_oracle=None)
@@ -353,50 +476,173 @@ class SolverState:
         if not self.has_box:
             new.w = new.v
         new.rng_state = json.loads(json.dumps(self.rng_state))
+        new._fingerprint = json.loads(json.dumps(self.fingerprint))
         return new
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
-        """Write the state as an ``.npz`` archive (no pickle) to a path or open file."""
+        """Write the state as an ``.npz`` archive (no pickle) to a path or open file.
+
+        A path is written atomically: a temporary file in the same folder,
+        fsynced, then renamed over ``path``, so ``path`` always holds either
+        the previous file or the complete new one (see ``ssvm_core.files``).
+        """
         meta = {name: getattr(self, name) for name in _SCALARS + _COUNTERS}
         meta["rng_state"] = self.rng_state
         meta["format_version"] = _FORMAT_VERSION
+        meta["fingerprint"] = self.fingerprint
         arrays = {name: getattr(self, name) for name in _ARRAYS}
         if self.atoms is not None:
             arrays.update(self.atoms.to_arrays())
         if hasattr(path, "write"):
             np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
             return
-        with open(path, "wb") as f:         # exactly ``path``: no ".npz" appended
+        with atomic_write(path) as f:         # exactly ``path``: no ".npz" appended
             np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SolverState:
-        """Read a state written by ``save``."""
+        """Read a state written by ``save``; every array is validated.
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ValueError
+            The file is not a complete, consistent ssvm solver state (the
+            message names the file and the problem).  The certified gaps of
+            a file are never trusted: the next solve makes a gap pass.
+        """
+        try:
+            return cls._read(path)
+        except FileNotFoundError:
+            raise
+        except (ValueError, KeyError, TypeError, EOFError, OSError, zipfile.BadZipFile,
+                json.JSONDecodeError) as err:
+            raise ValueError(f"{os.fspath(path)}: not a valid ssvm solver state: "
+                             f"{err}") from None
+
+    @classmethod
+    def _read(cls, path) -> SolverState:
         with np.load(path, allow_pickle=False) as data:
-            missing = [k for k in ("meta",) + _ARRAYS if k not in data]
+            if not isinstance(data, np.lib.npyio.NpzFile):
+                raise ValueError("not an .npz archive")
+            missing = [k for k in ("meta",) + _ARRAYS if k not in data.files]
             if missing:
-                raise ValueError(f"{path}: not an ssvm solver state (missing {missing})")
+                raise ValueError(f"missing arrays {missing}")
             meta = json.loads(str(data["meta"]))
             arrays = {name: data[name] for name in _ARRAYS}
             atoms = ({k: data[k] for k in data.files if k.startswith("atom_")}
                      if "atom_ptr" in data.files else None)
-        if meta.get("format_version") != _FORMAT_VERSION:
-            raise ValueError(f"{path}: unsupported state format {meta.get('format_version')}")
+        if not isinstance(meta, dict):
+            raise ValueError("its metadata is not a mapping")
+        if meta.get("format_version") not in _READABLE_VERSIONS:
+            raise ValueError(f"unsupported state format {meta.get('format_version')}")
+        missing = [k for k in _SCALARS + _COUNTERS + ("rng_state",) if k not in meta]
+        if missing:
+            raise ValueError(f"metadata misses {missing}")
         state = cls.__new__(cls)
         state._compatible_oracle = None
-        meta.setdefault("exact_gaps", False)     # written before the flag existed
+        state._fingerprint = meta.get("fingerprint")
         for name in _SCALARS + _COUNTERS:
             setattr(state, name, meta[name])
-        state.last_exact_gap = float(state.last_exact_gap)
+        for name in ("lam", "ell", "ell_avg", "last_exact_gap", "effective_passes",
+                     "elapsed"):
+            setattr(state, name, float(getattr(state, name)))
+        for name in ("n_blocks", "n_features", "n_steps") + _COUNTERS:
+            if name not in ("effective_passes", "elapsed"):
+                value = getattr(state, name)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{name} = {value!r} is not a count")
+        _check_lam(state.lam)
+        if state.n_blocks < 1 or state.n_features < 1:
+            raise ValueError("a state needs n_blocks >= 1 and n_features >= 1")
+        state.averaging = bool(state.averaging)
         state.rng_state = meta["rng_state"]
         for name, arr in arrays.items():
-            setattr(state, name, np.ascontiguousarray(arr, dtype=arr.dtype))
+            setattr(state, name, arr)
+        _check_array_types(state)
         state.block_ptr = state.block_ptr.astype(np.intp)
         state.block_support = state.block_support.astype(np.int32)
+        for name in _ARRAYS:
+            setattr(state, name, np.ascontiguousarray(getattr(state, name)))
+        state.certified_gaps = np.full(state.n_blocks, np.nan)   # never trusted from a file
+        state.certified_gap = float("nan")
+        state.exact_gaps = False
+        problems = _array_problems(state)
+        if problems:
+            raise ValueError("; ".join(problems))
+        if atoms is None:
+            state.atoms = None
+        else:
+            idx = atoms.get("atom_psi_idx")
+            if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= state.n_features):
+                raise ValueError("active-set psi indices outside [0, n_features)")
+            state.atoms = ActiveSets.from_arrays(atoms)
+        state.check()
         if not state.has_box:
-            state.w = state.v
-        state.atoms = None if atoms is None else ActiveSets.from_arrays(atoms)
+            state.w = state.v                  # one array, as in a state built in memory
         return state
+
+
+def _same_oracle(a, b) -> bool:
+    """The same oracle object, or two Python-oracle adapters of the same object."""
+    if a is b:
+        return True
+    return (isinstance(a, PythonOracle) and isinstance(b, PythonOracle) and a.obj is b.obj)
+
+
+def _check_array_types(state: SolverState) -> None:
+    """Dtypes and dimensions of the arrays read from a file (before any use in C)."""
+    for name in _ARRAYS:
+        arr = getattr(state, name)
+        if not isinstance(arr, np.ndarray) or arr.ndim != 1:
+            raise ValueError(f"array {name} is not one-dimensional")
+        integer = name in ("block_ptr", "block_support")
+        if integer and not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"array {name} has dtype {arr.dtype}, expected integers")
+        if not integer and arr.dtype != np.float64:
+            raise ValueError(f"array {name} has dtype {arr.dtype}, expected float64")
+
+
+def _array_problems(state: SolverState) -> list[str]:
+    """Shape, layout and finiteness problems of a state's arrays (empty if none)."""
+    n, d = state.n_blocks, state.n_features
+    ptr, support = state.block_ptr, state.block_support
+    problems = []
+    expect = {"w": (d,), "v": (d,), "block_ell": (n,), "block_gap_estimates": (n,),
+              "block_oracle_gaps": (n,), "block_ptr": (n + 1,),
+              "avg_u": (d,) if state.averaging else (0,)}
+    for name, shape in expect.items():
+        if getattr(state, name).shape != shape:
+            problems.append(f"{name} has shape {getattr(state, name).shape}, expected {shape}")
+    if state.lower.shape != state.upper.shape or state.lower.shape not in ((0,), (d,)):
+        problems.append(f"box bounds have shapes {state.lower.shape} and "
+                        f"{state.upper.shape}, expected (0,) or ({d},)")
+    if problems:
+        return problems
+    if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
+        return ["block_ptr does not start at 0 and increase"]
+    if state.block_values.shape != (int(ptr[-1]),):
+        return [f"block_values has {state.block_values.shape[0]} entries, block_ptr "
+                f"says {int(ptr[-1])}"]
+    if support.shape[0] == 0:
+        if not np.array_equal(ptr, np.arange(n + 1) * d):
+            problems.append("dense blocks must have n_features entries each")
+    elif support.shape != (int(ptr[-1]),):
+        problems.append(f"block_support has {support.shape[0]} entries, block_ptr "
+                        f"says {int(ptr[-1])}")
+    elif support.min() < 0 or support.max() >= d:
+        problems.append(f"block_support has feature indices outside [0, {d})")
+    for name in ("w", "v", "block_values", "block_ell", "avg_u"):
+        if not np.all(np.isfinite(getattr(state, name))):
+            problems.append(f"{name} has non-finite entries")
+    if np.isnan(state.lower).any() or np.isnan(state.upper).any() or np.any(
+            state.lower > state.upper):
+        problems.append("the box bounds are NaN or empty")
+    for name in ("ell", "ell_avg"):
+        if not np.isfinite(getattr(state, name)):
+            problems.append(f"{name} is not finite")
+    return problems
 
 
 def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray]:

@@ -5,14 +5,29 @@ from __future__ import annotations
 import numpy as np
 
 
-def check_weights(w, n_features: int) -> np.ndarray:
+def check_weights(w, n_features: int, layout: str | None = None) -> np.ndarray:
     """``w`` as a C-contiguous float64 vector of length ``n_features``, all finite.
+
+    Parameters
+    ----------
+    w : array-like
+        The weights.
+    n_features : int
+        Their expected length d.
+    layout : str, optional
+        What d is made of, for the message when the length differs (e.g.
+        ``"3 classes and 5 features"``): a model's ``predict`` names the
+        feature width of its inputs, so that inputs of another width than the
+        training data give an error that says so.  Default None.
 
     Raises ``ValueError`` naming the problem otherwise.
     """
     w = np.ascontiguousarray(w, dtype=np.float64)
     if w.shape != (n_features,):
-        raise ValueError(f"w has shape {w.shape}, expected ({n_features},)")
+        where = "" if layout is None else (
+            f" for inputs with {layout} (were the weights learned on inputs of another "
+            "feature width?)")
+        raise ValueError(f"w has shape {w.shape}, expected ({n_features},){where}")
     if not np.all(np.isfinite(w)):
         raise ValueError("w has non-finite entries (NaN or infinity)")
     return w

@@ -8,7 +8,7 @@ from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
 from ssvm_data.lsp import load_lsp_joints
 from ssvm_data.ocr import load_ocr
-from ssvm_data.registry import available_datasets, load_dataset
+from ssvm_data.registry import ModelSpec, available_datasets, load_dataset, model_for, model_spec
 from ssvm_data.synthetic import (
     chain,
     conll_like,
@@ -23,6 +23,7 @@ __version__ = _version("ssvm-data")
 
 __all__ = [
     "ConllVocabulary",
+    "ModelSpec",
     "SuperpixelImage",
     "__version__",
     "available_datasets",
@@ -37,6 +38,8 @@ __all__ = [
     "load_ocr",
     "lsp_like",
     "matching",
+    "model_for",
+    "model_spec",
     "multiclass",
     "ocr_like",
     "synthetic",

@@ -3,6 +3,7 @@
 from importlib.metadata import version as _version
 
 from ssvm_oracles._chain import ChainOracle
+from ssvm_oracles._graph import GraphOracle
 from ssvm_oracles._matching import MatchingOracle
 from ssvm_oracles._multiclass import MulticlassOracle
 from ssvm_oracles.chain import ChainModel
@@ -13,6 +14,7 @@ from ssvm_oracles.combinators import (
     EnumerationModel,
     ProductOracle,
 )
+from ssvm_oracles.graph import GraphModel, GridModel
 from ssvm_oracles.graphcut import (
     GraphCutModel,
     GraphCutOracle,
@@ -21,14 +23,15 @@ from ssvm_oracles.graphcut import (
 )
 from ssvm_oracles.matching import MatchingInput, MatchingModel
 from ssvm_oracles.multiclass import MulticlassModel
+from ssvm_oracles.multilabel import BinaryModel, MultiLabelModel
 from ssvm_oracles.pose import PoseModel, PoseOracle
 
 __version__ = _version("ssvm-oracles")
 
 __all__ = [
-    "ApproximateOracle", "ChainModel", "ChainOracle", "CountingOracle", "DispatchOracle",
-    "EnumerationModel", "GraphCutModel", "GraphCutOracle", "MatchingInput",
-    "MatchingModel", "MatchingOracle", "MulticlassModel", "MulticlassOracle",
-    "NonSubmodularError", "PoseModel", "PoseOracle", "ProductOracle", "PyMaxflowOracle",
-    "__version__",
+    "ApproximateOracle", "BinaryModel", "ChainModel", "ChainOracle", "CountingOracle",
+    "DispatchOracle", "EnumerationModel", "GraphCutModel", "GraphCutOracle", "GraphModel",
+    "GraphOracle", "GridModel", "MatchingInput", "MatchingModel", "MatchingOracle",
+    "MultiLabelModel", "MulticlassModel", "MulticlassOracle", "NonSubmodularError",
+    "PoseModel", "PoseOracle", "ProductOracle", "PyMaxflowOracle", "__version__",
 ]

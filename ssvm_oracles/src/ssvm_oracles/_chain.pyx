@@ -24,12 +24,13 @@ solvers store each block's w_i on that support.
 """
 
 cimport cython
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport checked_malloc, dot_gather
 
 
 cdef extern from "_maxsum.h" nogil:
@@ -106,16 +107,16 @@ cdef int _viterbi(const _Layout* L, float64_t* u, const float64_t* w, intp_t T,
     cdef intp_t K = L.K, t, b
     cdef const float64_t* trans = w + L.off_trans
     cdef float64_t* cur
-    cdef float64_t* best = <float64_t*> malloc(K * sizeof(float64_t))
-    if best == NULL:
-        with gil:
-            raise MemoryError("Viterbi workspace")
-    for t in range(1, T):
-        cur = u + t * K
-        ssvm_maxsum_step(u + (t - 1) * K, trans, best, K)
-        for b in range(K):
-            cur[b] += best[b]
-    free(best)
+    cdef float64_t* best = <float64_t*> checked_malloc(K * sizeof(float64_t),
+                                                       "Viterbi workspace")
+    try:
+        for t in range(1, T):
+            cur = u + t * K
+            ssvm_maxsum_step(u + (t - 1) * K, trans, best, K)
+            for b in range(K):
+                cur[b] += best[b]
+    finally:
+        free(best)
     cur = u + (T - 1) * K
     out[T - 1] = 0
     for b in range(1, K):
@@ -310,17 +311,15 @@ cdef class ChainOracle(MaxOracle):
         cdef const int32_t* y = &self.labels[self.seq_ptr[i]]
         cdef intp_t T = x.T, t, k, K = self.L.K
         cdef float64_t truth, best
-        cdef float64_t* u = <float64_t*> malloc(T * K * sizeof(float64_t))
-        if u == NULL:
-            with gil:
-                raise MemoryError("Viterbi unary table")
-        _unaries(&self.L, &x, w, u)
-        truth = _path_score(&self.L, u, w, y, T)
-        for t in range(T):                      # loss augmentation, 1/T per error
-            for k in range(K):
-                if k != y[t]:
-                    u[t * K + k] += 1.0 / T
+        cdef float64_t* u = <float64_t*> checked_malloc(T * K * sizeof(float64_t),
+                                                        "Viterbi unary table")
         try:
+            _unaries(&self.L, &x, w, u)
+            truth = _path_score(&self.L, u, w, y, T)
+            for t in range(T):                  # loss augmentation, 1/T per error
+                for k in range(K):
+                    if k != y[t]:
+                        u[t * K + k] += 1.0 / T
             _viterbi(&self.L, u, w, T, out.labels)
             best = u[(T - 1) * K + out.labels[T - 1]]
         finally:
@@ -347,17 +346,16 @@ cdef class ChainOracle(MaxOracle):
         if k <= 1 or T * K <= 1:
             self.solve(i, w, &outs[0])
             return 1
-        cdef float64_t* mem = <float64_t*> malloc(3 * T * K * sizeof(float64_t))
-        cdef char* used = <char*> malloc(T * K)
-        if mem == NULL or used == NULL:
-            free(mem)
-            free(used)
-            with gil:
-                raise MemoryError("max-marginal tables")
-        cdef float64_t* u = mem
-        cdef float64_t* f = mem + T * K
-        cdef float64_t* g = mem + 2 * T * K
+        cdef float64_t* mem = NULL
+        cdef char* used = NULL
+        cdef float64_t *u, *f, *g               # the three tables of mem
         try:
+            mem = <float64_t*> checked_malloc(3 * T * K * sizeof(float64_t),
+                                              "max-marginal tables")
+            used = <char*> checked_malloc(T * K, "max-marginal tables")
+            u = mem
+            f = mem + T * K
+            g = mem + 2 * T * K
             _unaries(&self.L, &x, w, u)
             truth = _path_score(&self.L, u, w, y, T)
             for t in range(T):
@@ -411,8 +409,7 @@ cdef class ChainOracle(MaxOracle):
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
         cdef _Tokens x = self._tokens(i)
-        cdef intp_t t, k
-        cdef float64_t dot = 0.0
+        cdef intp_t t
         if n_labels != x.T:
             with gil:
                 raise ValueError(f"labelling of length {n_labels} for sequence {i} "
@@ -425,9 +422,7 @@ cdef class ChainOracle(MaxOracle):
         out.n_labels = n_labels
         out.loss = _write_psi(&self.L, &x, &self.labels[self.seq_ptr[i]], labels,
                               out) / <float64_t> x.T
-        for k in range(out.psi_nnz):
-            dot += w[out.psi_idx[k]] * out.psi_val[k]
-        out.score = out.loss - dot
+        out.score = out.loss - dot_gather(w, out.psi_idx, out.psi_val, out.psi_nnz)
         return 0
 
 
@@ -446,9 +441,7 @@ def decode(const float64_t[::1] w, intp_t n_states, intp_t n_features,
         return out
     for i in range(n):
         T_max = max(T_max, seq_ptr[i + 1] - seq_ptr[i])
-    u = <float64_t*> malloc(T_max * n_states * sizeof(float64_t))
-    if u == NULL:
-        raise MemoryError("Viterbi unary table")
+    u = <float64_t*> checked_malloc(T_max * n_states * sizeof(float64_t), "Viterbi unary table")
     x.idx = &feat_idx[0] if feat_idx.shape[0] else NULL
     x.val = &feat_val[0] if feat_val.shape[0] else NULL
     try:

@@ -3,16 +3,16 @@
 Each wrapper's ``needs_gil`` is the OR of its children's, so a combination
 of Cython oracles stays GIL-free and runs in parallel gap passes.  Per-block
 state (counters, the approximate oracle's memory) is stored per block, so
-concurrent calls on different blocks do not race.
+concurrent calls on different blocks do not race.  Every wrapper passes on
+``solve_many`` (the multi-sample steps): the inner oracles' extra answers reach
+the solver, combined as each wrapper documents.
 """
 
 cimport cython
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 from libc.string cimport memcpy
 from cpython.ref cimport PyObject
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
-
-import numbers
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from ssvm_core.oracles import as_oracle
 
 from ssvm_core._typedefs cimport float64_t, int32_t, int64_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport checked_malloc
 
 
 cdef inline float64_t _now() noexcept nogil:
@@ -31,16 +32,24 @@ cdef inline float64_t _now() noexcept nogil:
 cdef int _alloc_corner(MaxOracle oracle, Corner* c) except -1 nogil:
     """Buffers of a scratch corner sized for ``oracle`` (free with ``_free_corner``)."""
     cdef intp_t n_val = oracle.n_features if oracle.dense_psi else oracle.max_psi_nnz
-    c.labels = <int32_t*> malloc((oracle.max_labels + 1) * sizeof(int32_t))
-    c.psi_val = <float64_t*> malloc((n_val + 1) * sizeof(float64_t))
-    c.psi_idx = NULL if oracle.dense_psi else <int32_t*> malloc(
-        (oracle.max_psi_nnz + 1) * sizeof(int32_t))
-    if c.labels == NULL or c.psi_val == NULL or (not oracle.dense_psi and c.psi_idx == NULL):
-        _free_corner(c)
-        with gil:
-            raise MemoryError("scratch corner")
+    c.labels = NULL
+    c.psi_val = NULL
+    c.psi_idx = NULL
+    cdef bint done = False
     c.n_labels = 0
     c.psi_nnz = 0
+    try:
+        c.labels = <int32_t*> checked_malloc((oracle.max_labels + 1) * sizeof(int32_t),
+                                             "scratch corner")
+        c.psi_val = <float64_t*> checked_malloc((n_val + 1) * sizeof(float64_t),
+                                                "scratch corner")
+        if not oracle.dense_psi:
+            c.psi_idx = <int32_t*> checked_malloc((oracle.max_psi_nnz + 1) * sizeof(int32_t),
+                                                  "scratch corner")
+        done = True
+    finally:
+        if not done:
+            _free_corner(c)
     return 0
 
 
@@ -51,6 +60,32 @@ cdef void _free_corner(Corner* c) noexcept nogil:
     c.labels = NULL
     c.psi_val = NULL
     c.psi_idx = NULL
+
+
+cdef void _copy_corner(const Corner* src, Corner* dst, intp_t n_features) noexcept nogil:
+    """dst = src (labels, psi, loss, score) into dst's own buffers, of the same layout:
+    dense (psi_idx NULL, n_features values) or sparse (psi_nnz entries)."""
+    cdef intp_t n_val = n_features if src.psi_idx == NULL else src.psi_nnz
+    if src.n_labels > 0:
+        memcpy(dst.labels, src.labels, src.n_labels * sizeof(int32_t))
+    if n_val > 0:
+        memcpy(dst.psi_val, src.psi_val, n_val * sizeof(float64_t))
+        if src.psi_idx != NULL:
+            memcpy(dst.psi_idx, src.psi_idx, n_val * sizeof(int32_t))
+    dst.n_labels = src.n_labels
+    dst.psi_nnz = src.psi_nnz
+    dst.loss = src.loss
+    dst.score = src.score
+
+
+cdef bint _same_labels(const Corner* a, const Corner* b) noexcept nogil:
+    cdef intp_t k
+    if a.n_labels != b.n_labels:
+        return False
+    for k in range(a.n_labels):
+        if a.labels[k] != b.labels[k]:
+            return False
+    return True
 
 
 cdef void _densify_indices(Corner* c, intp_t start, intp_t d, intp_t offset) noexcept nogil:
@@ -87,6 +122,11 @@ cdef class CountingOracle(_Wrapper):
         The oracle to observe; answers pass through unchanged.
     timing : bool
         Also accumulate wall-clock seconds per call (monotonic clock).
+
+    Notes
+    -----
+    ``solve_many`` passes the inner oracle's answers through and counts (and
+    times) as one ``solve`` call.
 
     Attributes
     ----------
@@ -152,6 +192,18 @@ cdef class CountingOracle(_Wrapper):
             self._solve_seconds[i] += _now() - t0
         return 0
 
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        cdef float64_t t0
+        self._solve_calls[i] += 1
+        if not self.timing:
+            return self.oracle.solve_many(i, w, k, outs)
+        t0 = _now()
+        try:
+            return self.oracle.solve_many(i, w, k, outs)
+        finally:
+            self._solve_seconds[i] += _now() - t0
+
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
         cdef float64_t t0
@@ -187,6 +239,9 @@ cdef class ApproximateOracle(_Wrapper):
     This bounds the loss-augmented score itself.  It is not the block-gap
     guarantee of 000 App. C (which needs the dual variables), but solvers
     accept it: an answer never falls below the ground truth's score 0.
+
+    ``solve_many`` returns ``solve``'s answer first, then those of the inner
+    oracle's other answers that score no more than it (distinct labellings).
 
     Parameters
     ----------
@@ -232,10 +287,27 @@ cdef class ApproximateOracle(_Wrapper):
         return np.asarray(self._approximate).copy()
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        self.oracle.solve(i, w, out)
+        return self._degrade(i, w, out)
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        """``solve``'s answer first, then the inner oracle's other answers that score
+        no more than it and differ from it (so the first stays the best of the list)."""
+        cdef intp_t got = self.oracle.solve_many(i, w, k, outs), j, kept = 1
+        self._degrade(i, w, &outs[0])
+        for j in range(1, got):
+            if outs[j].score <= outs[0].score and not _same_labels(&outs[j], &outs[0]):
+                if kept != j:
+                    _copy_corner(&outs[j], &outs[kept], self.n_features)
+                kept += 1
+        return kept
+
+    cdef int _degrade(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        """Given the inner oracle's exact answer in out, apply the memory rule above."""
         cdef Corner scratch
         cdef intp_t slot, best = -1, s, n_exact
         cdef float64_t best_score, threshold
-        self.oracle.solve(i, w, out)
         best_score = out.score
         threshold = self.nu * out.score
         _alloc_corner(self.oracle, &scratch)
@@ -271,6 +343,41 @@ cdef class ApproximateOracle(_Wrapper):
         return self.oracle.evaluate(i, labels, n_labels, w, out)
 
 
+cdef intp_t _best_extensions(intp_t* combos, float64_t* sums, intp_t n_kept, intp_t c,
+                             intp_t n_parts, const Corner* part, intp_t n_part,
+                             intp_t k) noexcept nogil:
+    """Extend the kept combinations of parts 0 .. c-1 by an answer of part c; keep the k
+    with the largest summed scores (ties: the earlier first) in the first halves of
+    ``combos`` (2, k, n_parts) and ``sums`` (2, k); returns how many are kept."""
+    cdef intp_t* nxt = combos + k * n_parts
+    cdef float64_t* nxt_sum = sums + k
+    cdef intp_t a, b, j, q, n_next = 0
+    cdef float64_t value
+    for a in range(n_kept):
+        for b in range(n_part):
+            value = sums[a] + part[b].score
+            if n_next == k and not value > nxt_sum[n_next - 1]:
+                continue
+            j = n_next if n_next < k else k - 1     # insertion, dropping the last if full
+            while j > 0 and value > nxt_sum[j - 1]:
+                nxt_sum[j] = nxt_sum[j - 1]
+                for q in range(c):
+                    nxt[j * n_parts + q] = nxt[(j - 1) * n_parts + q]
+                nxt[j * n_parts + c] = nxt[(j - 1) * n_parts + c]
+                j -= 1
+            nxt_sum[j] = value
+            for q in range(c):
+                nxt[j * n_parts + q] = combos[a * n_parts + q]
+            nxt[j * n_parts + c] = b
+            if n_next < k:
+                n_next += 1
+    for j in range(n_next):
+        sums[j] = nxt_sum[j]
+        for q in range(c + 1):
+            combos[j * n_parts + q] = nxt[j * n_parts + q]
+    return n_next
+
+
 cdef tuple _oracles_of(oracles):
     if isinstance(oracles, MaxOracle) or not hasattr(oracles, "__len__") or len(oracles) == 0:
         raise ValueError("give a non-empty sequence of oracles")
@@ -287,9 +394,7 @@ cdef class _Composite(MaxOracle):
     cdef _hold(self, oracles):
         self.oracles = _oracles_of(oracles)
         self.k = len(self.oracles)
-        self._parts = <PyObject**> malloc(self.k * sizeof(PyObject*))
-        if self._parts == NULL:
-            raise MemoryError("oracle parts")
+        self._parts = <PyObject**> checked_malloc(self.k * sizeof(PyObject*), "oracle parts")
         for c in range(self.k):
             self._parts[c] = <PyObject*> self.oracles[c]
 
@@ -308,6 +413,11 @@ cdef class ProductOracle(_Composite):
     the losses and the score the sum of the scores.  Because the parts share
     no variables, the max of the sum is the sum of the maxes: exact when the
     parts are.
+
+    ``solve_many(i, w, k)`` asks every part for k answers and returns the k
+    combinations with the largest summed scores, best first (the parts'
+    argmaxes first): the exact k best labellings of the product when every
+    part returns its exact k best.
 
     Parameters
     ----------
@@ -393,6 +503,74 @@ cdef class ProductOracle(_Composite):
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         return self._each(i, NULL, w, out)
 
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        cdef Corner* answers = NULL         # (parts, k): each part's answers
+        cdef intp_t* got = NULL             # answers per part
+        cdef intp_t* combos = NULL          # (2, k, parts): kept and next combinations
+        cdef float64_t* sums = NULL         # (2, k): their summed scores
+        cdef intp_t c, j, n_alloc = 0, n_kept = 1
+        if k <= 1:
+            self.solve(i, w, &outs[0])
+            return 1
+        try:
+            answers = <Corner*> checked_malloc(self.k * k * sizeof(Corner), "product answers")
+            got = <intp_t*> checked_malloc(self.k * sizeof(intp_t), "product answers")
+            combos = <intp_t*> checked_malloc(2 * k * self.k * sizeof(intp_t),
+                                              "product combinations")
+            sums = <float64_t*> checked_malloc(2 * k * sizeof(float64_t),
+                                               "product combinations")
+            for c in range(self.k):
+                for j in range(k):
+                    _alloc_corner(<MaxOracle> self._parts[c], &answers[c * k + j])
+                    n_alloc += 1
+                got[c] = (<MaxOracle> self._parts[c]).solve_many(
+                    i, w + self._feat_off[c], k, &answers[c * k])
+            sums[0] = 0.0
+            for c in range(self.k):
+                n_kept = _best_extensions(combos, sums, n_kept, c, self.k, &answers[c * k],
+                                          got[c], k)
+            for j in range(n_kept):
+                self._place_combination(&combos[j * self.k], answers, k, &outs[j])
+        finally:
+            for j in range(n_alloc):
+                _free_corner(&answers[j])
+            free(answers)
+            free(got)
+            free(combos)
+            free(sums)
+        return n_kept
+
+    cdef void _place_combination(self, const intp_t* combo, const Corner* answers, intp_t k,
+                                 Corner* out) noexcept nogil:
+        """Write answer combo[c] of every part c (answers (parts, k)) as one product answer."""
+        cdef intp_t c, f, lab_off = self.k, nnz = 0, d
+        cdef const Corner* part
+        out.loss = 0.0
+        out.score = 0.0
+        for c in range(self.k):
+            part = &answers[c * k + combo[c]]
+            d = (<MaxOracle> self._parts[c]).n_features
+            if part.n_labels > 0:
+                memcpy(out.labels + lab_off, part.labels, part.n_labels * sizeof(int32_t))
+            out.labels[c] = <int32_t> part.n_labels
+            lab_off += part.n_labels
+            if self.dense_psi:
+                memcpy(out.psi_val + self._feat_off[c], part.psi_val, d * sizeof(float64_t))
+            elif part.psi_idx == NULL:
+                memcpy(out.psi_val + nnz, part.psi_val, d * sizeof(float64_t))
+                _densify_indices(out, nnz, d, self._feat_off[c])
+                nnz += d
+            else:
+                for f in range(part.psi_nnz):
+                    out.psi_idx[nnz + f] = <int32_t> (part.psi_idx[f] + self._feat_off[c])
+                    out.psi_val[nnz + f] = part.psi_val[f]
+                nnz += part.psi_nnz
+            out.loss += part.loss
+            out.score += part.score
+        out.n_labels = lab_off
+        out.psi_nnz = self.n_features if self.dense_psi else nnz
+
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
         cdef intp_t c, total = self.k
@@ -419,7 +597,8 @@ cdef class DispatchOracle(_Composite):
 
     Block i is block ``blocks[i, 1]`` of oracle ``blocks[i, 0]``; labellings,
     psi, loss and score pass through unchanged (a dense part's psi is written
-    with explicit indices when another part is sparse).
+    with explicit indices when another part is sparse), the answers of
+    ``solve_many`` too.
 
     Parameters
     ----------
@@ -485,6 +664,24 @@ cdef class DispatchOracle(_Composite):
             part.psi_idx = NULL
         (<MaxOracle> self._parts[self._blocks[i, 0]]).solve(self._blocks[i, 1], w, &part)
         return self._finish(i, &part, out)
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        cdef Corner* parts = NULL
+        cdef intp_t j, got = 0
+        try:
+            parts = <Corner*> checked_malloc(k * sizeof(Corner), "dispatched answers")
+            for j in range(k):
+                parts[j] = outs[j]
+                if self._dense_part(i):
+                    parts[j].psi_idx = NULL
+            got = (<MaxOracle> self._parts[self._blocks[i, 0]]).solve_many(
+                self._blocks[i, 1], w, k, parts)
+            for j in range(got):
+                self._finish(i, &parts[j], &outs[j])
+        finally:
+            free(parts)
+        return got
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:

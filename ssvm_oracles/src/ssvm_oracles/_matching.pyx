@@ -23,13 +23,14 @@ assignment on the clipped gains is such a pruned matching.
 """
 
 cimport cython
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 from libc.math cimport INFINITY
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport checked_malloc, dot
 
 
 cdef struct _Pair:
@@ -40,20 +41,6 @@ cdef struct _Pair:
     const int32_t* col
     const float64_t* feat
     intp_t d
-
-
-cdef inline float64_t _dot(const float64_t* a, const float64_t* b, intp_t d) noexcept nogil:
-    # Four partial sums: the add latency, not the multiplies, bounds a single-sum loop.
-    cdef intp_t f, d4 = d - d % 4
-    cdef float64_t s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    for f in range(0, d4, 4):
-        s0 += a[f] * b[f]
-        s1 += a[f + 1] * b[f + 1]
-        s2 += a[f + 2] * b[f + 2]
-        s3 += a[f + 3] * b[f + 3]
-    for f in range(d4, d):
-        s0 += a[f] * b[f]
-    return (s0 + s1) + (s2 + s3)
 
 
 cdef inline intp_t _edge_of(const _Pair* x, intp_t j, intp_t k) noexcept nogil:
@@ -75,7 +62,7 @@ cdef void _gains(const _Pair* x, const float64_t* w, const int32_t* y_true,
     for j in range(x.n_s):
         for e in range(x.row_ptr[x.src0 + j], x.row_ptr[x.src0 + j + 1]):
             k = x.col[e]
-            s = _dot(w, x.feat + e * x.d, x.d)
+            s = dot(w, x.feat + e * x.d, x.d)
             if y_true != NULL:
                 s += -c_fn if k == y_true[j] else c_fp
             if s > 0.0:
@@ -96,76 +83,76 @@ cdef int _max_matching(const float64_t* G, intp_t n_s, intp_t n_t,
     cdef intp_t sr = 1 if flip else n_t, sc = n_t if flip else 1   # G[i*sr + j*sc]
     cdef intp_t i, j, i0, j0, j1
     cdef float64_t delta, cur
-    cdef float64_t* u = <float64_t*> malloc((r + 1 + 2 * (c + 1)) * sizeof(float64_t))
-    cdef intp_t* p = <intp_t*> malloc(2 * (c + 1) * sizeof(intp_t))
-    cdef char* used = <char*> malloc((c + 1) * sizeof(char))
+    cdef float64_t* u = NULL
+    cdef intp_t* p = NULL
+    cdef char* used = NULL
     cdef float64_t* v
     cdef float64_t* minv
     cdef intp_t* way
-    if u == NULL or p == NULL or used == NULL:
+    try:
+        u = <float64_t*> checked_malloc((r + 1 + 2 * (c + 1)) * sizeof(float64_t),
+                                        "matching workspace")
+        p = <intp_t*> checked_malloc(2 * (c + 1) * sizeof(intp_t), "matching workspace")
+        used = <char*> checked_malloc((c + 1) * sizeof(char), "matching workspace")
+        v = u + r + 1
+        minv = v + c + 1
+        way = p + c + 1
+        for j in range(r + 1):
+            u[j] = 0.0
+        for j in range(c + 1):
+            v[j] = 0.0
+            p[j] = 0
+            way[j] = 0
+        # 1-based rows and columns; column 0 is the root of the alternating tree,
+        # p[j] is the row assigned to column j (0: none).
+        for i in range(1, r + 1):
+            p[0] = i
+            j0 = 0
+            for j in range(c + 1):
+                minv[j] = INFINITY
+                used[j] = 0
+            while True:
+                used[j0] = 1
+                i0 = p[j0]
+                delta = INFINITY
+                j1 = 0
+                for j in range(1, c + 1):
+                    if not used[j]:
+                        cur = -G[(i0 - 1) * sr + (j - 1) * sc] - u[i0] - v[j]
+                        if cur < minv[j]:
+                            minv[j] = cur
+                            way[j] = j0
+                        # any minimiser is correct; a free column ends the search
+                        # (ties are common: at w = 0 every wrong edge has the same gain)
+                        if minv[j] < delta or (minv[j] == delta and p[j] == 0 and p[j1] != 0):
+                            delta = minv[j]
+                            j1 = j
+                for j in range(c + 1):
+                    if used[j]:
+                        u[p[j]] += delta
+                        v[j] -= delta
+                    else:
+                        minv[j] -= delta
+                j0 = j1
+                if p[j0] == 0:
+                    break
+            while j0 != 0:                      # augment along the path
+                j1 = way[j0]
+                p[j0] = p[j1]
+                j0 = j1
+        for j in range(n_s):
+            y[j] = -1
+        for j in range(1, c + 1):
+            i = p[j]
+            if i != 0 and G[(i - 1) * sr + (j - 1) * sc] > 0.0:
+                if flip:
+                    y[j - 1] = <int32_t> (i - 1)
+                else:
+                    y[i - 1] = <int32_t> (j - 1)
+    finally:
         free(u)
         free(p)
         free(used)
-        with gil:
-            raise MemoryError("matching workspace")
-    v = u + r + 1
-    minv = v + c + 1
-    way = p + c + 1
-    for j in range(r + 1):
-        u[j] = 0.0
-    for j in range(c + 1):
-        v[j] = 0.0
-        p[j] = 0
-        way[j] = 0
-    # 1-based rows and columns; column 0 is the root of the alternating tree,
-    # p[j] is the row assigned to column j (0: none).
-    for i in range(1, r + 1):
-        p[0] = i
-        j0 = 0
-        for j in range(c + 1):
-            minv[j] = INFINITY
-            used[j] = 0
-        while True:
-            used[j0] = 1
-            i0 = p[j0]
-            delta = INFINITY
-            j1 = 0
-            for j in range(1, c + 1):
-                if not used[j]:
-                    cur = -G[(i0 - 1) * sr + (j - 1) * sc] - u[i0] - v[j]
-                    if cur < minv[j]:
-                        minv[j] = cur
-                        way[j] = j0
-                    # any minimiser is correct; a free column ends the search
-                    # (ties are common: at w = 0 every wrong edge has the same gain)
-                    if minv[j] < delta or (minv[j] == delta and p[j] == 0 and p[j1] != 0):
-                        delta = minv[j]
-                        j1 = j
-            for j in range(c + 1):
-                if used[j]:
-                    u[p[j]] += delta
-                    v[j] -= delta
-                else:
-                    minv[j] -= delta
-            j0 = j1
-            if p[j0] == 0:
-                break
-        while j0 != 0:                      # augment along the path
-            j1 = way[j0]
-            p[j0] = p[j1]
-            j0 = j1
-    for j in range(n_s):
-        y[j] = -1
-    for j in range(1, c + 1):
-        i = p[j]
-        if i != 0 and G[(i - 1) * sr + (j - 1) * sc] > 0.0:
-            if flip:
-                y[j - 1] = <int32_t> (i - 1)
-            else:
-                y[i - 1] = <int32_t> (j - 1)
-    free(u)
-    free(p)
-    free(used)
     return 0
 
 
@@ -252,20 +239,17 @@ cdef class MatchingOracle(MaxOracle):
         out.n_labels = x.n_s
         out.psi_nnz = d
         out.loss = (self.precision_cost * n_fp + self.recall_cost * n_fn) * self._scale(x)
-        out.score = out.loss - _dot(w, psi, d)
+        out.score = out.loss - dot(w, psi, d)
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef _Pair x = self._pair(i)
         cdef float64_t z = self._scale(&x)
         cdef intp_t j
-        cdef float64_t* G = <float64_t*> malloc(x.n_s * x.n_t * sizeof(float64_t))
-        cdef intp_t* edges = <intp_t*> malloc(x.n_s * sizeof(intp_t))
-        if G == NULL or edges == NULL:
-            free(G)
-            free(edges)
-            with gil:
-                raise MemoryError("matching gains")
+        cdef float64_t* G = NULL
+        cdef intp_t* edges = NULL
         try:
+            G = <float64_t*> checked_malloc(x.n_s * x.n_t * sizeof(float64_t), "matching gains")
+            edges = <intp_t*> checked_malloc(x.n_s * sizeof(intp_t), "matching gains")
             _gains(&x, w, &self.labels[x.src0], self.precision_cost * z,
                    self.recall_cost * z, G)
             _max_matching(G, x.n_s, x.n_t, out.labels)
@@ -286,10 +270,7 @@ cdef class MatchingOracle(MaxOracle):
             with gil:
                 raise ValueError(f"a matching of pair {i} has {x.n_s} entries "
                                  f"(one per source node), got {n_labels}")
-        edges = <intp_t*> malloc(x.n_s * sizeof(intp_t))
-        if edges == NULL:
-            with gil:
-                raise MemoryError("matching edges")
+        edges = <intp_t*> checked_malloc(x.n_s * sizeof(intp_t), "matching edges")
         try:
             for j in range(x.n_s):
                 edges[j] = -1
@@ -328,9 +309,7 @@ def decode(const float64_t[::1] w, const intp_t[::1] pair_ptr, const intp_t[::1]
         return out
     for i in range(n):
         size = max(size, (pair_ptr[i + 1] - pair_ptr[i]) * n_target[i])
-    G = <float64_t*> malloc(size * sizeof(float64_t))
-    if G == NULL:
-        raise MemoryError("matching gains")
+    G = <float64_t*> checked_malloc(size * sizeof(float64_t), "matching gains")
     x.row_ptr = &row_ptr[0]
     x.col = &col[0]
     x.feat = &features[0, 0]

@@ -42,12 +42,14 @@ decomposes over parts, so loss augmentation only adds to the unary scores.
 
 cimport cython
 from libc.math cimport INFINITY, fabs
-from libc.stdlib cimport free, malloc
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport (Arena, arena_allocate, arena_check, arena_free, arena_init,
+                                arena_take, dot_gather)
+from ssvm_oracles._distance_transform cimport dt1d, dt2d, negligible, reciprocals
 
 from ssvm_core.validation import check_weights
 
@@ -56,11 +58,6 @@ cdef enum:
     LOSS_PDJ = 1
 
 LOSS_KINDS = {"truncated": LOSS_TRUNCATED, "pdj": LOSS_PDJ}
-
-# Quadratic weights below the smallest normal double are treated as zero: the
-# envelope intersections divide by 2 a (q - v), which must not underflow.  The
-# score changes by less than a * L^2 < 1e-300.
-cdef float64_t _TINY = 2.2250738585072014e-308
 
 
 def pose_size(intp_t n_parts, intp_t n_types):
@@ -119,189 +116,6 @@ cdef struct _Example:
     const float64_t* unary      # (P, H, W)
     const float64_t* pairwise   # (A, T, H, W)
     const float64_t* offsets    # (A, T, 2): (r_x, r_y)
-
-
-# ---------------------------------------------------------------------------
-# Generalized distance transform (Felzenszwalb & Huttenlocher)
-# ---------------------------------------------------------------------------
-
-cdef void _reciprocals(intp_t m, float64_t* inv) noexcept nogil:
-    """inv[k] = 1 / k for k in [1, m] (inv[0] unused): the envelope's divisions."""
-    cdef intp_t k
-    inv[0] = INFINITY
-    for k in range(1, m + 1):
-        inv[k] = 1.0 / k
-
-
-cdef void _dt1d(const float64_t* f, intp_t n, float64_t a, float64_t b,
-                float64_t* d, intp_t ds, int32_t* arg, intp_t gs, const float64_t* inv,
-                intp_t* v, float64_t* z, float64_t* hv) noexcept nogil:
-    """d[x] = max_q f[q] - a (q - x)^2 - b (q - x) for x, q in [0, n); arg[x] = the q.
-
-    f is contiguous; strides ds, gs for d and arg (arg may be NULL); a >= 0.
-    Up to the common term b x - a x^2, candidate q is the line h_q + 2 a q x with
-    h_q = f[q] - a q^2 - b q (the parabola form of F&H): the upper envelope of
-    these lines, in order of increasing slope, is built in one sweep and read in
-    a second, O(n).  Breakpoints are kept multiplied by 2 a, so that the line of
-    q overtakes the one of v at 2 a x = (h_v - h_q) / (q - v), a product with
-    inv[q - v] = 1 / (q - v) (table of ``_reciprocals``, n entries).
-    Workspace v (2 n + 1), z (n + 1), hv (n): the envelope's lines (then the
-    count of breakpoints passed at each x), their breakpoints and their h.
-    """
-    cdef intp_t q, k, x, j, best
-    cdef intp_t* first = v + n
-    cdef float64_t s, hq, u, a2
-    if a < _TINY:                       # linear: the argmax does not depend on x
-        best = 0
-        for q in range(1, n):
-            if f[q] - b * q > f[best] - b * best:
-                best = q
-        for x in range(n):
-            if arg != NULL:
-                arg[x * gs] = <int32_t> best
-            d[x * ds] = f[best] - b * (best - x)
-        return
-    k = 0
-    v[0] = 0
-    z[0] = -INFINITY
-    hv[0] = f[0]
-    for q in range(1, n):
-        hq = f[q] - (a * q + b) * q
-        while True:
-            # line q overtakes the envelope's last line v[k] for 2 a x > s
-            s = (hv[k] - hq) * inv[q - v[k]]
-            if s > z[k]:
-                k += 1
-                break
-            if k == 0:                  # line q dominates everywhere so far
-                break
-            k -= 1
-        v[k] = q
-        hv[k] = hq
-        z[k] = s if k > 0 else -INFINITY
-    # x is in segment j of the envelope when j = #{i in [1, k] : z[i] < 2 a x}, i.e.
-    # when x > z[i] / (2 a) for j breakpoints: count the breakpoints passed at each x
-    # (first[x]) and sum them, branch free
-    for x in range(n + 1):
-        first[x] = 0
-    a2 = 0.5 / a
-    for j in range(1, k + 1):
-        s = z[j] * a2
-        s = s if s > -1.0 else -1.0
-        s = s if s < n - 1 else <float64_t> (n - 1)
-        first[<intp_t> (s + 1.0)] += 1
-    k = 0
-    for x in range(n):
-        k += first[x]
-        q = v[k]
-        u = <float64_t> (q - x)
-        if arg != NULL:
-            arg[x * gs] = <int32_t> q
-        d[x * ds] = f[q] - (a * u + b) * u
-
-
-cdef void _dt2d(const float64_t* ft, intp_t H, intp_t W, float64_t ax, float64_t bx,
-                float64_t ay, float64_t by, float64_t* tmp, int32_t* argy,
-                float64_t* d, int32_t* argx, const char* rows, const float64_t* inv,
-                intp_t* v, float64_t* z, float64_t* hv) noexcept nogil:
-    """d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r, u = x'-x, r = y'-y.
-
-    Input ft = f transposed (W, H), so both passes read contiguous memory:
-    first along the columns into tmp (H, W), then along the rows.  If argy and
-    argx are not NULL, the maximiser of (y, x) is x' = argx[y, x],
-    y' = argy[y, x'].  If rows is not NULL, only the rows y with rows[y] != 0
-    of d (and argx) are written.  inv: ``_reciprocals`` up to max(H, W).  With
-    both quadratic weights below _TINY the maximiser is the same for every
-    (y, x): one pass over f, and argy is only written in its column.
-    """
-    cdef intp_t x, y, best = 0
-    cdef float64_t val, top = -INFINITY
-    if ax < _TINY and ay < _TINY:       # linear: one maximiser l' for every l
-        for x in range(W):
-            for y in range(H):
-                val = ft[x * H + y] - bx * x - by * y
-                if val > top:
-                    top = val
-                    best = x * H + y
-        for y in range(H):
-            if rows == NULL or rows[y]:
-                for x in range(W):
-                    d[y * W + x] = top + bx * x + by * y
-                    if argx != NULL:
-                        argx[y * W + x] = <int32_t> (best // H)
-            if argy != NULL:
-                argy[y * W + best // H] = <int32_t> (best % H)
-        return
-    for x in range(W):
-        _dt1d(ft + x * H, H, ay, by, tmp + x, W, argy + x if argy != NULL else NULL, W,
-              inv, v, z, hv)
-    for y in range(H):
-        if rows == NULL or rows[y]:
-            _dt1d(tmp + y * W, W, ax, bx, d + y * W, 1,
-                  argx + y * W if argx != NULL else NULL, 1, inv, v, z, hv)
-
-
-def _check_map(f):
-    arr = np.ascontiguousarray(f, dtype=np.float64)
-    if arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise ValueError("the map must be non-empty and finite")
-    return arr
-
-
-def _check_quadratic(a, name):
-    a = float(a)
-    if not a >= 0.0:
-        raise ValueError(f"{name} = {a}: the distance transform needs a quadratic "
-                         "weight >= 0")
-    return a
-
-
-def distance_transform_1d(f, a, b):
-    """Python twin of the 1-D transform: ``(d, arg)`` with
-    ``d[x] = max_q f[q] - a (q - x)^2 - b (q - x) = f[arg[x]] - ...``, a >= 0."""
-    cdef float64_t[::1] fv = _check_map(f).reshape(-1)
-    cdef intp_t n = fv.shape[0]
-    cdef float64_t av = _check_quadratic(a, "a"), bv = float(b)
-    d = np.empty(n)
-    arg = np.empty(n, dtype=np.int32)
-    cdef float64_t[::1] dv = d, zv = np.empty(n + 1), hv = np.empty(n)
-    cdef float64_t[::1] inv = np.empty(n + 1)
-    cdef int32_t[::1] gv = arg
-    cdef intp_t[::1] vv = np.empty(2 * n + 1, dtype=np.intp)
-    with nogil:
-        _reciprocals(n, &inv[0])
-        _dt1d(&fv[0], n, av, bv, &dv[0], 1, &gv[0], 1, &inv[0], &vv[0], &zv[0], &hv[0])
-    return d, arg
-
-
-def distance_transform_2d(f, ax, bx, ay, by):
-    """Python twin of the 2-D transform of an (H, W) map: ``(d, arg)`` with
-    ``d[y, x] = max_{y', x'} f[y', x'] - ax u^2 - bx u - ay r^2 - by r`` (u = x' - x,
-    r = y' - y) attained at the flat index ``arg[y, x] = y' W + x'``; ax, ay >= 0."""
-    arr = _check_map(f)
-    if arr.ndim != 2:
-        raise ValueError(f"the map must be 2-D, got shape {arr.shape}")
-    cdef float64_t[:, ::1] fv = np.ascontiguousarray(arr.T)
-    cdef intp_t H = arr.shape[0], W = arr.shape[1], m = max(H, W), x, y, xs
-    cdef float64_t axv = _check_quadratic(ax, "ax"), ayv = _check_quadratic(ay, "ay")
-    cdef float64_t bxv = float(bx), byv = float(by)
-    d = np.empty((H, W))
-    arg = np.empty((H, W), dtype=np.int32)
-    cdef float64_t[:, ::1] dv = d
-    cdef int32_t[:, ::1] gv = arg
-    cdef float64_t[::1] tmp = np.empty(H * W), zv = np.empty(m + 1), hv = np.empty(m)
-    cdef float64_t[::1] inv = np.empty(m + 1)
-    cdef int32_t[::1] argy = np.empty(H * W, dtype=np.int32)
-    cdef intp_t[::1] vv = np.empty(2 * m + 1, dtype=np.intp)
-    with nogil:
-        _reciprocals(m, &inv[0])
-        _dt2d(&fv[0, 0], H, W, axv, bxv, ayv, byv, &tmp[0], &argy[0], &dv[0, 0],
-              &gv[0, 0], NULL, &inv[0], &vv[0], &zv[0], &hv[0])
-        for y in range(H):
-            for x in range(W):
-                xs = gv[y, x]
-                gv[y, x] = <int32_t> (argy[y * W + xs] * W + xs)
-    return d, arg
 
 
 # ---------------------------------------------------------------------------
@@ -461,10 +275,10 @@ cdef intp_t _best_child_position(const float64_t* belief, const float64_t* pair1
 
 cdef intp_t _vertex_floor(float64_t a, float64_t b, intp_t n) noexcept nogil:
     """floor of the minimiser -b / (2 a) of a u^2 + b u (a >= 0), clamped to [-n, n];
-    with a below _TINY (linear), the end -n or n where b u is least."""
+    with a negligible (linear), the end -n or n where b u is least."""
     cdef float64_t vertex
     cdef intp_t u
-    if a < _TINY:
+    if negligible(a):
         return -n if b > 0.0 else n
     vertex = -b / (2.0 * a)
     vertex = vertex if vertex > -n else <float64_t> -n
@@ -477,7 +291,7 @@ cdef inline float64_t _min_cost(float64_t a, float64_t b, intp_t lo, intp_t hi,
                                 intp_t u) noexcept nogil:
     """min of the convex a u^2 + b u over the integers in [lo, hi] (lo <= hi, u =
     ``_vertex_floor`` with n >= max(|lo|, |hi|)): at u or u + 1 clamped to the range.
-    (Below _TINY, a u^2 < 1e-300 is neglected: far below ``_live_rows``'s margin.)"""
+    (A negligible a: a u^2 < 1e-300 is neglected: far below ``_live_rows``'s margin.)"""
     cdef intp_t u0 = lo if u < lo else (hi if u > hi else u)
     cdef intp_t u1 = lo if u + 1 < lo else (hi if u + 1 > hi else u + 1)
     cdef float64_t c0 = (a * u0 + b) * u0, c1 = (a * u1 + b) * u1
@@ -485,7 +299,10 @@ cdef inline float64_t _min_cost(float64_t a, float64_t b, intp_t lo, intp_t hi,
 
 
 cdef struct _Work:
-    # workspace of one tree max-sum call (``_maxsum``)
+    # workspace of one tree max-sum call (``_maxsum``), handed out by ``_carve``
+    float64_t* belief       # (P, L): unaries plus the messages received, per part
+    float64_t* msg          # (L,): the message of the current edge
+    int32_t* bestpair       # (P, L): best type pair of each edge per parent position
     float64_t* gts          # (T, W, H): child scores per up type, transposed
     intp_t* ready           # (T,): gts[t] holds its scores
     float64_t* gmax         # (T,): max and max |.| of the child scores per up type
@@ -505,16 +322,51 @@ cdef struct _Work:
     char* live              # (H,): rows where the current pair may win
     float64_t* tmp          # (L,): distance transform buffers
     float64_t* dbuf
-    float64_t* inv          # (m + 1,): 1 / k
-    intp_t* v               # envelope workspace (m, m + 1, m)
+    float64_t* inv          # (m + 1,): 1 / k, m = max(H, W)
+    intp_t* v               # envelope workspace of ``dt1d`` (2 m + 1, m + 1, m)
     float64_t* z
     float64_t* hv
 
 
+cdef void _carve(Arena* a, _Work* wk, intp_t P, intp_t T, intp_t H, intp_t W) noexcept nogil:
+    """Hand out every buffer of ``_Work`` from the arena (sizes as documented there).
+
+    Run twice by ``_maxsum``: to count the bytes, then to carve the allocation.
+    """
+    cdef intp_t L = H * W, m = max(H, W)
+    cdef size_t f = sizeof(float64_t), i = sizeof(intp_t)
+    wk.belief = <float64_t*> arena_take(a, P * L, f)
+    wk.msg = <float64_t*> arena_take(a, L, f)
+    wk.bestpair = <int32_t*> arena_take(a, P * L, sizeof(int32_t))
+    wk.gts = <float64_t*> arena_take(a, T * L, f)
+    wk.ready = <intp_t*> arena_take(a, T, i)
+    wk.gmax = <float64_t*> arena_take(a, T, f)
+    wk.gabs = <float64_t*> arena_take(a, T, f)
+    wk.pmax = <float64_t*> arena_take(a, T, f)
+    wk.pabs = <float64_t*> arena_take(a, T, f)
+    wk.key = <float64_t*> arena_take(a, T * T, f)
+    wk.rank = <intp_t*> arena_take(a, T * T, i)
+    wk.rowmax = <float64_t*> arena_take(a, T * H, f)
+    wk.colmax = <float64_t*> arena_take(a, T * W, f)
+    wk.cxmin = <float64_t*> arena_take(a, W, f)
+    wk.cymin = <float64_t*> arena_take(a, H, f)
+    wk.ry = <float64_t*> arena_take(a, H, f)
+    wk.cx = <float64_t*> arena_take(a, W, f)
+    wk.msgmin = <float64_t*> arena_take(a, H, f)
+    wk.prowmax = <float64_t*> arena_take(a, T * H, f)
+    wk.live = <char*> arena_take(a, H, sizeof(char))
+    wk.tmp = <float64_t*> arena_take(a, L, f)
+    wk.dbuf = <float64_t*> arena_take(a, L, f)
+    wk.inv = <float64_t*> arena_take(a, m + 1, f)
+    wk.v = <intp_t*> arena_take(a, 2 * m + 1, i)
+    wk.z = <float64_t*> arena_take(a, m + 1, f)
+    wk.hv = <float64_t*> arena_take(a, m, f)
+
+
 cdef intp_t _live_rows(const _Example* ex, const float64_t* q, const float64_t* rowmax,
-                      const float64_t* colmax, float64_t gabs, float64_t pabs,
-                      float64_t wt2, const float64_t* pair2, const float64_t* prowmax,
-                      const float64_t* msg, _Work* wk) noexcept nogil:
+                       const float64_t* colmax, float64_t gabs, float64_t pabs,
+                       float64_t wt2, const float64_t* pair2, const float64_t* prowmax,
+                       const float64_t* msg, _Work* wk) noexcept nogil:
     """The rows y where a type pair may beat msg: wk.live[y] = 1 (else 0); their count.
 
     With g the child's scores and cost = cost_x + cost_y its deformation cost,
@@ -537,8 +389,8 @@ cdef intp_t _live_rows(const _Example* ex, const float64_t* q, const float64_t* 
     u = _vertex_floor(q[2], q[3], m)
     for y in range(H):
         wk.cymin[y] = _min_cost(q[2], q[3], -y, H - 1 - y, u)
-    _dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
-    _dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    dt1d(rowmax, H, q[2], q[3], wk.ry, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
+    dt1d(colmax, W, q[0], q[1], wk.cx, 1, NULL, 1, wk.inv, wk.v, wk.z, wk.hv)
     u = _vertex_floor(q[0], q[1], m)
     for x in range(W):
         wk.cxmin[x] = _min_cost(q[0], q[1], -x, W - 1 - x, u)
@@ -636,7 +488,7 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
     bound of the pair's message (``_rank_pairs``); pairs that cannot beat the
     message so far at any position are skipped, and the row pass of the
     transform is run only on the rows where the pair may win (``_live_rows``).
-    Pairs with linear costs (both quadratic weights below _TINY: an O(L)
+    Pairs with linear costs (both quadratic weights negligible: an O(L)
     transform, cheaper than the bounds) are always transformed; when every
     pair of the edge is linear (e.g. w = 0), the pairs are not ranked.
     """
@@ -654,7 +506,7 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
     for t1 in range(T):
         wk.ready[t1] = 0
     for k in range(a1 * T, (a2 + 1) * T):       # any quadratic weight on the edge's arcs
-        bounded = bounded or wd[4 * k + 1] >= _TINY or wd[4 * k + 3] >= _TINY
+        bounded = bounded or not negligible(wd[4 * k + 1]) or not negligible(wd[4 * k + 3])
     if bounded:
         _rank_pairs(tr, ex, w, a1, g, wk)
     else:
@@ -666,7 +518,7 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
         t2 = tp % T
         pair = ex.pairwise + (a2 * T + t2) * L
         _edge_cost(tr, ex, w, a1, t1, t2, q)
-        if r == 0 or (q[0] < _TINY and q[2] < _TINY):
+        if r == 0 or (negligible(q[0]) and negligible(q[2])):
             for y in range(H):
                 wk.live[y] = 1
         elif _live_rows(ex, q, wk.rowmax + t1 * H, wk.colmax + t1 * W, wk.gabs[t1],
@@ -677,10 +529,10 @@ cdef void _edge_message(const _Tree* tr, const _Example* ex, const float64_t* w,
             wk.ready[t1] = 1
             for x in range(W):
                 for y in range(H):
-                    gt[x * H + y] = g[y * W + x] + wt1 * ex.pairwise[(a1 * T + t1) * L
-                                                                      + y * W + x]
-        _dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.live, wk.inv,
-              wk.v, wk.z, wk.hv)
+                    gt[x * H + y] = (g[y * W + x]
+                                     + wt1 * ex.pairwise[(a1 * T + t1) * L + y * W + x])
+        dt2d(gt, H, W, q[0], q[1], q[2], q[3], wk.tmp, NULL, wk.dbuf, NULL, wk.live, wk.inv,
+             wk.v, wk.z, wk.hv)
         for y in range(H):
             if not wk.live[y]:
                 continue
@@ -705,52 +557,32 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     way down by ``_best_child_position`` (O(L) per edge), so the distance
     transforms store no argmax.
     """
-    cdef intp_t P = tr.P, T = tr.T, H = ex.H, W = ex.W, L = ex.L, m = max(H, W)
+    cdef _Work wk
+    cdef Arena arena
+    arena_init(&arena)
+    _carve(&arena, &wk, tr.P, tr.T, ex.H, ex.W)      # count the bytes
+    arena_allocate(&arena, "tree max-sum workspace")
+    try:
+        _carve(&arena, &wk, tr.P, tr.T, ex.H, ex.W)  # hand them out
+        arena_check(&arena)
+        reciprocals(max(ex.H, ex.W), wk.inv)
+        _maxsum_passes(tr, ex, w, truth, radius2, kind, out, &wk)
+    finally:
+        arena_free(&arena)
+    return 0
+
+
+cdef void _maxsum_passes(const _Tree* tr, const _Example* ex, const float64_t* w,
+                         const int32_t* truth, float64_t radius2, int kind, int32_t* out,
+                         _Work* wk) noexcept nogil:
+    """The passes of ``_maxsum`` (leaves to root, then back) in its workspace wk."""
+    cdef intp_t P = tr.P, T = tr.T, H = ex.H, W = ex.W, L = ex.L
     cdef intp_t i, p, c, par, a1, t1, t2, k, x, y, pos
     cdef float64_t wu, dx, dy
     cdef float64_t q[5]
-    cdef _Work wk
-    cdef float64_t* belief
-    cdef float64_t* msg
-    cdef int32_t* bestpair
-    cdef float64_t* dwork = <float64_t*> malloc(
-        (P * L + (T + 3) * L + 4 * T + T * T + 3 * T * m + 5 * m + 3 * m + 2)
-        * sizeof(float64_t))
-    cdef int32_t* iwork = <int32_t*> malloc(P * L * sizeof(int32_t) + H)
-    cdef intp_t* vwork = <intp_t*> malloc((2 * m + 1 + T + T * T) * sizeof(intp_t))
-    if dwork == NULL or iwork == NULL or vwork == NULL:
-        free(dwork)
-        free(iwork)
-        free(vwork)
-        with gil:
-            raise MemoryError("tree max-sum workspace")
-    belief = dwork
-    msg = belief + P * L
-    wk.gts = msg + L
-    wk.tmp = wk.gts + T * L
-    wk.dbuf = wk.tmp + L
-    wk.gmax = wk.dbuf + L
-    wk.gabs = wk.gmax + T
-    wk.pmax = wk.gabs + T
-    wk.pabs = wk.pmax + T
-    wk.key = wk.pabs + T
-    wk.rowmax = wk.key + T * T
-    wk.colmax = wk.rowmax + T * m
-    wk.cxmin = wk.colmax + T * m
-    wk.cymin = wk.cxmin + m
-    wk.ry = wk.cymin + m
-    wk.cx = wk.ry + m
-    wk.msgmin = wk.cx + m
-    wk.prowmax = wk.msgmin + m
-    wk.inv = wk.prowmax + T * m
-    wk.z = wk.inv + m + 1
-    wk.hv = wk.z + m + 1
-    bestpair = iwork
-    wk.live = <char*> (iwork + P * L)
-    wk.v = vwork
-    wk.ready = vwork + 2 * m + 1
-    wk.rank = wk.ready + T
-    _reciprocals(m, wk.inv)
+    cdef float64_t* belief = wk.belief
+    cdef float64_t* msg = wk.msg
+    cdef int32_t* bestpair = wk.bestpair
 
     for p in range(P):                          # unaries (+ loss augmentation)
         wu = w[p]
@@ -766,7 +598,7 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
     for i in range(P - 1, 0, -1):               # leaves to root
         c = tr.order[i]
         par = tr.parent[c]
-        _edge_message(tr, ex, w, c, belief + c * L, msg, bestpair + c * L, &wk)
+        _edge_message(tr, ex, w, c, belief + c * L, msg, bestpair + c * L, wk)
         for k in range(L):
             belief[par * L + k] += msg[k]
 
@@ -792,10 +624,6 @@ cdef int _maxsum(const _Tree* tr, const _Example* ex, const float64_t* w,
         out[2 * c + 1] = <int32_t> (pos // W)
         out[2 * P + a1] = <int32_t> t1
         out[2 * P + a1 + 1] = <int32_t> t2
-    free(dwork)
-    free(iwork)
-    free(vwork)
-    return 0
 
 
 def _take_ragged(values, ptr, idx):
@@ -911,15 +739,14 @@ cdef class PoseOracle(MaxOracle):
                    const float64_t* w, Corner* out) except -1 nogil:
         cdef const _Tree* tr = &self.data.tree
         cdef const int32_t* z = &self.truth[i, 0]
-        cdef intp_t k, nnz_z, nnz
-        cdef float64_t dot_z = 0.0, dot_y = 0.0
+        cdef intp_t nnz_z, nnz
+        cdef float64_t dot_z, dot_y
         nnz_z = _write_phi(tr, ex, z, 1.0, out.psi_idx, out.psi_val)
         nnz = nnz_z + _write_phi(tr, ex, y, -1.0, out.psi_idx + nnz_z, out.psi_val + nnz_z)
         out.psi_nnz = nnz
-        for k in range(nnz_z):              # two sums: H(y_i) is exactly 0
-            dot_z += w[out.psi_idx[k]] * out.psi_val[k]
-        for k in range(nnz_z, nnz):
-            dot_y += w[out.psi_idx[k]] * out.psi_val[k]
+        # two sums, in the same order: H(y_i) is exactly 0
+        dot_z = dot_gather(w, out.psi_idx, out.psi_val, nnz_z)
+        dot_y = dot_gather(w, out.psi_idx + nnz_z, out.psi_val + nnz_z, nnz - nnz_z)
         out.n_labels = 2 * tr.P + tr.A
         out.loss = _loss(tr, z, y, self.radius2[i], self.loss_kind)
         out.score = out.loss - (dot_z + dot_y)

@@ -32,7 +32,9 @@ class ChainModel(StructuredModel):
     n_states : int
         Number of labels K (>= 2).
     n_features : int, optional
-        Features per token F; inferred from the first ``bind`` if omitted.
+        Features per token F, enforced on every input; if omitted (default),
+        each ``bind``, ``predict`` or ``joint_feature`` takes it from its
+        inputs, so the model can be refitted on data of another width.
     sparse_blocks : bool, optional
         Whether the bound oracle reports per-block supports
         (``block_support``), so that solvers store each block's w_i on the
@@ -41,6 +43,12 @@ class ChainModel(StructuredModel):
         ``bind``: sparse when that needs less memory (sparse entries cost 12
         bytes, dense ones 8), as with sparse token features over many
         attributes.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        F of the data last bound (set by ``bind``; the constructor's
+        ``n_features`` is never changed).
     """
 
     def __init__(self, n_states: int, n_features: int | None = None,
@@ -61,14 +69,15 @@ class ChainModel(StructuredModel):
 
     @property
     def size_joint_feature(self) -> int:
-        if self.n_features is None:
+        """d for ``n_features``, else for the data last bound."""
+        F = self.n_features if self.n_features is not None else getattr(
+            self, "n_features_in_", None)
+        if F is None:
             raise ValueError("n_features is unknown until the model is bound to data")
-        return chain_size(self.n_states, self.n_features)
+        return chain_size(self.n_states, F)
 
     def _pack(self, X):
-        packed = pack_sequences(X, self.n_features)
-        self.n_features = packed.n_features
-        return packed
+        return pack_sequences(X, self.n_features)
 
     def bind(self, X: Sequence, Y: Sequence) -> ChainOracle:
         packed = self._pack(X)
@@ -76,8 +85,10 @@ class ChainModel(StructuredModel):
         sparse = self.sparse_blocks
         if sparse is None:
             sparse = self._sparse_is_smaller(packed)
-        return ChainOracle(self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
-                           packed.feat_val, packed.seq_ptr, labels, sparse)
+        oracle = ChainOracle(self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
+                             packed.feat_val, packed.seq_ptr, labels, sparse)
+        self.n_features_in_ = packed.n_features
+        return oracle
 
     def _sparse_is_smaller(self, packed) -> bool:
         """Do per-block supports (12 bytes an entry) take less memory than dense blocks (8)?"""
@@ -85,11 +96,13 @@ class ChainModel(StructuredModel):
         ptr, _ = sequence_features(packed.tok_ptr, packed.feat_idx, packed.seq_ptr)
         entries = (ptr[-1] * K + np.count_nonzero(packed.lengths > 1) * K * K
                    + 3 * K * len(packed.lengths))
-        return 12 * entries < 8 * len(packed.lengths) * self.size_joint_feature
+        d = chain_size(K, packed.n_features)
+        return 12 * entries < 8 * len(packed.lengths) * d
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         packed = self._pack(X)
-        w = check_weights(w, self.size_joint_feature)
+        w = check_weights(w, chain_size(self.n_states, packed.n_features),
+                          f"{self.n_states} states and {packed.n_features} features per token")
         flat = decode(w, self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
                       packed.feat_val, packed.seq_ptr)
         return np.split(flat, packed.seq_ptr[1:-1])
@@ -116,7 +129,7 @@ class ChainModel(StructuredModel):
             raise ValueError(f"labellings of shapes {y_true.shape} and {y_pred.shape}")
         return float(np.mean(y_true != y_pred))
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         T = x.shape[0] if sp.issparse(x) else np.asarray(x).shape[0]
         for labels in itertools.product(range(self.n_states), repeat=T):
             yield np.array(labels, dtype=np.int32)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from ssvm_core import BruteForceOracle, StructuredModel
+from ssvm_core.deprecation import renamed_argument
 from ssvm_core.validation import check_weights
 from ssvm_oracles._combinators import (
     ApproximateOracle,
@@ -43,11 +44,13 @@ class EnumerationModel(StructuredModel):
         ``n_features``.
     n_features : int
         Dimension d of phi.
-    labelings : sequence of labellings, or callable
-        The candidates of every input, or ``labelings(x)`` returning those of
+    labellings : sequence of labellings, or callable
+        The candidates of every input, or ``labellings(x)`` returning those of
         ``x``; each labelling is a 1-D integer array (scalars are promoted).
     loss : callable, optional
         ``loss(y_true, y_pred) >= 0``, zero when equal; the 0/1 loss if omitted.
+    labelings : sequence or callable, optional
+        Deprecated spelling of ``labellings``.
 
     Examples
     --------
@@ -59,18 +62,22 @@ class EnumerationModel(StructuredModel):
     """
 
     def __init__(self, joint_feature: Callable, n_features: int,
-                 labelings: Sequence | Callable[[object], Iterable],
-                 loss: Callable | None = None):
+                 labellings: Sequence | Callable[[object], Iterable] | None = None,
+                 loss: Callable | None = None, *,
+                 labelings: Sequence | Callable[[object], Iterable] | None = None):
+        labellings = renamed_argument(labellings, labelings, "labelings", "labellings")
+        if labellings is None:
+            raise TypeError("EnumerationModel needs the candidate labellings")
         if int(n_features) != n_features or n_features < 1:
             raise ValueError(f"n_features must be a positive integer, got {n_features}")
         if not callable(joint_feature):
             raise TypeError("joint_feature must be callable")
         self._phi = joint_feature
         self.n_features = int(n_features)
-        self._labelings = labelings
+        self._labellings = labellings
         self._loss = _zero_one if loss is None else loss
-        if not callable(labelings):
-            self._shared = [self._as_labelling(c) for c in labelings]
+        if not callable(labellings):
+            self._shared = [self._as_labelling(c) for c in labellings]
             if not self._shared:
                 raise ValueError("give at least one candidate labelling")
 
@@ -100,12 +107,12 @@ class EnumerationModel(StructuredModel):
             raise ValueError(f"loss returned {value}; losses must be finite and >= 0")
         return value
 
-    def enumerate_labelings(self, x) -> list[np.ndarray]:
-        if not callable(self._labelings):
+    def enumerate_labellings(self, x) -> list[np.ndarray]:
+        if not callable(self._labellings):
             return list(self._shared)
-        cands = [self._as_labelling(c) for c in self._labelings(x)]
+        cands = [self._as_labelling(c) for c in self._labellings(x)]
         if not cands:
-            raise ValueError("labelings(x) returned no candidate")
+            raise ValueError("labellings(x) returned no candidate")
         return cands
 
     def bind(self, X: Sequence, Y: Sequence) -> BruteForceOracle:
@@ -124,7 +131,7 @@ class EnumerationModel(StructuredModel):
         w = check_weights(w, self.n_features)
         out = []
         for x in X:
-            cands = self.enumerate_labelings(x)
+            cands = self.enumerate_labellings(x)
             scores = [float(w @ self.joint_feature(x, c)) for c in cands]
             out.append(cands[int(np.argmax(scores))])
         return out

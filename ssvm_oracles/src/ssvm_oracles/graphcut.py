@@ -20,7 +20,8 @@ import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
-from ssvm_oracles._graphcut import GraphCutOracle, min_cut
+from ssvm_oracles._graphcut import GraphCutOracle
+from ssvm_oracles._maxflow import min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
            "balanced_weights", "min_cut", "pymaxflow_min_cut"]
@@ -258,7 +259,9 @@ class GraphCutModel(StructuredModel):
     Parameters
     ----------
     n_unary, n_pairwise : int, optional
-        Feature counts; inferred from the first ``bind`` if omitted.
+        Feature counts, enforced on every input; if omitted (default), each
+        ``bind``, ``predict`` or ``joint_feature`` takes them from its inputs,
+        so the model can be refitted on data of another width.
     feature_dtype : {"auto", "float64", "float32"}
         How the bound oracle stores the feature values (every product and sum
         is in float64 either way).  float32 halves the memory a call streams
@@ -272,6 +275,12 @@ class GraphCutModel(StructuredModel):
         Boykov-Kolmogorov max-flow (GIL-free, the fastest), or PyMaxflow in a
         Python oracle (:class:`PyMaxflowOracle`; needs the extra
         ``ssvm-oracles[graphcut]``).
+
+    Attributes
+    ----------
+    n_unary_in_, n_pairwise_in_ : int
+        The feature counts of the data last bound (set by ``bind``; the
+        constructor's ``n_unary`` and ``n_pairwise`` are never changed).
     """
 
     def __init__(self, n_unary: int | None = None, n_pairwise: int | None = None, *,
@@ -293,11 +302,20 @@ class GraphCutModel(StructuredModel):
         return (f"GraphCutModel(n_unary={self.n_unary}, n_pairwise={self.n_pairwise}, "
                 f"feature_dtype={self.feature_dtype!r}, backend={self.backend!r})")
 
+    def _counts(self) -> tuple[int, int]:
+        """(n_unary, n_pairwise) as given, else of the data last bound."""
+        n_unary = self.n_unary if self.n_unary is not None else getattr(
+            self, "n_unary_in_", None)
+        n_pairwise = self.n_pairwise if self.n_pairwise is not None else getattr(
+            self, "n_pairwise_in_", None)
+        if n_unary is None or n_pairwise is None:
+            raise ValueError("the feature counts are unknown until the model is bound to data")
+        return n_unary, n_pairwise
+
     @property
     def size_joint_feature(self) -> int:
-        if self.n_unary is None or self.n_pairwise is None:
-            raise ValueError("the feature counts are unknown until the model is bound to data")
-        return self.n_unary + self.n_pairwise
+        """d = n_unary + n_pairwise (as given, else of the data last bound)."""
+        return sum(self._counts())
 
     def weight_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Box ``lower <= w <= upper`` under which the oracle is exact.
@@ -308,10 +326,10 @@ class GraphCutModel(StructuredModel):
             ``lower`` is -inf on the unary weights and 0 on the pairwise ones;
             ``upper`` is +inf everywhere.
         """
-        d = self.size_joint_feature
-        lower = np.full(d, -np.inf)
-        lower[self.n_unary:] = 0.0
-        return lower, np.full(d, np.inf)
+        n_unary, n_pairwise = self._counts()
+        lower = np.full(n_unary + n_pairwise, -np.inf)
+        lower[n_unary:] = 0.0
+        return lower, np.full(n_unary + n_pairwise, np.inf)
 
     def _check_X(self, X: Sequence) -> list[_Image]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
@@ -320,10 +338,11 @@ class GraphCutModel(StructuredModel):
         if len(X) == 0:
             raise ValueError("X is empty")
         images = []
+        n_unary, n_pairwise = self.n_unary, self.n_pairwise
         for i, x in enumerate(X):
-            image = _check_image(x, i, self.n_unary, self.n_pairwise,
+            image = _check_image(x, i, n_unary, n_pairwise,
                                  round32=self.feature_dtype == "float32")
-            self.n_unary, self.n_pairwise = image.unary.shape[1], image.pairwise.shape[1]
+            n_unary, n_pairwise = image.unary.shape[1], image.pairwise.shape[1]
             images.append(image)
         return images
 
@@ -333,12 +352,17 @@ class GraphCutModel(StructuredModel):
             raise ValueError(f"X has {len(images)} images but Y has {len(Y)} labellings")
         labels = [_check_labels(y, i, im.unary.shape[0]) for i, (y, im) in enumerate(zip(Y, images))]
         oracle = _pack(images, labels, self.feature_dtype)
-        return oracle if self.backend == "bk" else PyMaxflowOracle(oracle, images)
+        if self.backend != "bk":
+            oracle = PyMaxflowOracle(oracle, images)
+        self.n_unary_in_, self.n_pairwise_in_ = oracle.n_unary, oracle.n_features - oracle.n_unary
+        return oracle
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         images = self._check_X(X)
-        w = check_weights(w, self.size_joint_feature)
-        w_unary, w_pairwise = w[:self.n_unary], w[self.n_unary:]
+        n_unary, n_pairwise = images[0].unary.shape[1], images[0].pairwise.shape[1]
+        w = check_weights(w, n_unary + n_pairwise,
+                          f"{n_unary} unary and {n_pairwise} pairwise features")
+        w_unary, w_pairwise = w[:n_unary], w[n_unary:]
         _check_pairwise_weights(w_pairwise)
         cut = min_cut if self.backend == "bk" else pymaxflow_min_cut
         # max <w, phi>: label 1 costs -2 <w_U, x_p> more than label 0.
@@ -358,7 +382,7 @@ class GraphCutModel(StructuredModel):
         y_true = _check_labels(y_true, 0, y_true.shape[0])
         return float(balanced_weights(y_true) @ (y_true != y_pred))
 
-    def enumerate_labelings(self, x):
+    def enumerate_labellings(self, x):
         n_nodes = x[0].shape[0] if sp.issparse(x[0]) else np.asarray(x[0]).shape[0]
         for labels in itertools.product((0, 1), repeat=n_nodes):
             yield np.array(labels, dtype=np.int32)

@@ -98,12 +98,20 @@ class MatchingModel(StructuredModel):
     Parameters
     ----------
     n_features : int, optional
-        Edge feature dimension d; inferred from the first ``bind`` if omitted.
+        Edge feature dimension d, enforced on every input; if omitted
+        (default), each ``bind`` or ``predict`` takes it from its inputs, so
+        the model can be refitted on data of another width.
     precision_cost, recall_cost : float
         Cost of a predicted edge that is not true (1 in the paper) and of a
         true edge that is missed (3).
     normalize : bool
         Divide the loss by the number of source nodes.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        d of the data last bound (set by ``bind``; the constructor's
+        ``n_features`` is never changed).
     """
 
     def __init__(self, n_features: int | None = None, precision_cost: float = 1.0,
@@ -125,18 +133,21 @@ class MatchingModel(StructuredModel):
 
     @property
     def size_joint_feature(self) -> int:
-        if self.n_features is None:
+        """d (as given, else of the data last bound)."""
+        d = self.n_features if self.n_features is not None else getattr(
+            self, "n_features_in_", None)
+        if d is None:
             raise ValueError("n_features is unknown until the model is bound to data")
-        return self.n_features
+        return d
 
     def _inputs(self, X: Sequence) -> list[MatchingInput]:
         if len(X) == 0:
             raise ValueError("X is empty")
         pairs = [as_matching_input(X[0], self.n_features)]
-        self.n_features = pairs[0].features.shape[1]
-        if self.n_features < 1:
+        d = pairs[0].features.shape[1]
+        if d < 1:
             raise ValueError("edge features must have at least one dimension")
-        pairs += [as_matching_input(x, self.n_features) for x in X[1:]]
+        pairs += [as_matching_input(x, d) for x in X[1:]]
         return pairs
 
     def _pack(self, pairs: list[MatchingInput]) -> _Packed:
@@ -190,16 +201,19 @@ class MatchingModel(StructuredModel):
             rows = self._edge_indices(x, y, f"Y[{i}]")
             labels.append(y)
             true_edge.append(np.where(rows >= 0, rows + packed.row_ptr[packed.pair_ptr[i]], -1))
-        return MatchingOracle(packed.pair_ptr, packed.n_target, packed.row_ptr, packed.col,
-                              packed.features, np.concatenate(labels).astype(np.int32),
-                              np.concatenate(true_edge).astype(np.intp), self.precision_cost,
-                              self.recall_cost, self.normalize)
+        oracle = MatchingOracle(packed.pair_ptr, packed.n_target, packed.row_ptr, packed.col,
+                                packed.features, np.concatenate(labels).astype(np.int32),
+                                np.concatenate(true_edge).astype(np.intp), self.precision_cost,
+                                self.recall_cost, self.normalize)
+        self.n_features_in_ = packed.features.shape[1]
+        return oracle
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         """The maximum-weight matching of each pair (edges with positive score only)."""
         pairs = self._inputs(X)
         packed = self._pack(pairs)
-        w = check_weights(w, self.size_joint_feature)
+        d = packed.features.shape[1]
+        w = check_weights(w, d, f"{d} edge features")
         flat = decode(w, packed.pair_ptr, packed.n_target, packed.row_ptr, packed.col,
                       packed.features)
         return np.split(flat, packed.pair_ptr[1:-1])
@@ -220,7 +234,7 @@ class MatchingModel(StructuredModel):
         scale = 1.0 / max(y_true.shape[0], 1) if self.normalize else 1.0
         return (self.precision_cost * n_fp + self.recall_cost * n_fn) * scale
 
-    def enumerate_labelings(self, x) -> Iterator[np.ndarray]:
+    def enumerate_labellings(self, x) -> Iterator[np.ndarray]:
         """Every matching of the candidate edges (tiny pairs only)."""
         x = as_matching_input(x, self.n_features)
         targets = [x.edges[x.edges[:, 0] == j, 1] for j in range(x.n_source)]

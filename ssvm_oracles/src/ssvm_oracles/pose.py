@@ -57,11 +57,19 @@ class PoseModel(StructuredModel):
     scale_parts : (int, int)
         The two parts whose ground-truth distance scales the loss.
     n_types : int, optional
-        Types per arc T; inferred from the first input if omitted.
+        Types per arc T, enforced on every input; if omitted (default), each
+        ``bind``, ``predict`` or ``joint_feature`` takes it from its inputs,
+        so the model can be refitted on data with another T.
     loss : {"truncated", "pdj"}
         Per-part loss, see above.
     loss_scale : float
         Loss radius as a multiple of the scale distance (> 0).
+
+    Attributes
+    ----------
+    n_types_in_ : int
+        T of the data last bound (set by ``bind``; the constructor's
+        ``n_types`` is never changed).
     """
 
     def __init__(self, parents: Sequence[int], scale_parts: tuple[int, int],
@@ -107,11 +115,17 @@ class PoseModel(StructuredModel):
             out[up + 1] = (self.parents[c], c)
         return out
 
+    def _types(self) -> int:
+        """T as given, else of the data last bound."""
+        T = self.n_types if self.n_types is not None else getattr(self, "n_types_in_", None)
+        if T is None:
+            raise ValueError("n_types is unknown until the model is bound to data")
+        return T
+
     @property
     def size_joint_feature(self) -> int:
-        if self.n_types is None:
-            raise ValueError("n_types is unknown until the model sees data")
-        return int(pose_size(self.n_parts, self.n_types))
+        """d for T types per arc (as given, else of the data last bound)."""
+        return int(pose_size(self.n_parts, self._types()))
 
     def weight_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Box constraints ``lower <= w <= upper`` the max oracle needs.
@@ -122,7 +136,7 @@ class PoseModel(StructuredModel):
         d = self.size_joint_feature
         lower = np.full(d, -np.inf)
         upper = np.full(d, np.inf)
-        deform = lower[self.n_parts + self.n_arcs:].reshape(self.n_arcs, self.n_types, 4)
+        deform = lower[self.n_parts + self.n_arcs:].reshape(self.n_arcs, self._types(), 4)
         deform[:, :, 1] = 0.0
         deform[:, :, 3] = 0.0
         return lower, upper
@@ -137,7 +151,10 @@ class PoseModel(StructuredModel):
 
     # -- inputs -------------------------------------------------------------
 
-    def _check_x(self, x, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _check_x(self, x, index: int,
+                 n_types: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unary, pairwise, offsets) of one input with ``n_types`` types per arc
+        (any T >= 1 when None; it is ``pairwise.shape[1]``)."""
         where = f"input {index}"
         if not isinstance(x, (tuple, list)) or len(x) != 3:
             raise ValueError(f"{where} must be a triple (unary, pairwise, offsets)")
@@ -148,11 +165,11 @@ class PoseModel(StructuredModel):
         if pairwise.ndim != 4 or pairwise.shape[0] != A:
             raise ValueError(f"{where}: pairwise has shape {pairwise.shape}, "
                              f"expected ({A}, T, H, W)")
-        if self.n_types is None:
+        if n_types is None:
             if pairwise.shape[1] < 1:
                 raise ValueError(f"{where}: pairwise has no types")
-            self.n_types = int(pairwise.shape[1])
-        T, (H, W) = self.n_types, unary.shape[1:]
+            n_types = int(pairwise.shape[1])
+        T, (H, W) = n_types, unary.shape[1:]
         if pairwise.shape != (A, T, H, W):
             raise ValueError(f"{where}: pairwise has shape {pairwise.shape}, "
                              f"expected {(A, T, H, W)}")
@@ -163,21 +180,25 @@ class PoseModel(StructuredModel):
                 raise ValueError(f"{where}: {name} has NaN or infinite entries")
         return unary, pairwise, offsets
 
-    def _pack(self, X: Sequence) -> _PoseData:
+    def _pack(self, X: Sequence) -> tuple[_PoseData, int]:
+        """The checked inputs packed for the oracle, and their T."""
         if len(X) == 0:
             raise ValueError("X is empty")
-        checked = [self._check_x(x, i) for i, x in enumerate(X)]
+        checked = [self._check_x(X[0], 0, self.n_types)]
+        T = checked[0][1].shape[1]
+        checked += [self._check_x(x, i, T) for i, x in enumerate(X[1:], start=1)]
         shapes = np.array([u.shape[1:] for u, _, _ in checked], dtype=np.intp)
         unary_ptr = np.concatenate([[0], np.cumsum([u.size for u, _, _ in checked])])
         pair_ptr = np.concatenate([[0], np.cumsum([p.size for _, p, _ in checked])])
-        return _PoseData(self.parents, self.n_types, shapes,
+        data = _PoseData(self.parents, T, shapes,
                          np.concatenate([u.ravel() for u, _, _ in checked]),
                          unary_ptr.astype(np.intp),
                          np.concatenate([p.ravel() for _, p, _ in checked]),
                          pair_ptr.astype(np.intp),
                          np.ascontiguousarray(np.stack([o for _, _, o in checked])))
+        return data, T
 
-    def _check_y(self, y, shape: tuple[int, int], index: int) -> np.ndarray:
+    def _check_y(self, y, shape: tuple[int, int], index: int, n_types: int) -> np.ndarray:
         y = np.asarray(y)
         if not np.issubdtype(y.dtype, np.integer):
             raise ValueError(f"labelling {index} must hold integers, got dtype {y.dtype}")
@@ -186,8 +207,8 @@ class PoseModel(StructuredModel):
         if (positions.min() < 0 or positions[:, 0].max() >= W
                 or positions[:, 1].max() >= H):
             raise ValueError(f"labelling {index} has a part outside the {H} x {W} grid")
-        if types.min() < 0 or types.max() >= self.n_types:
-            raise ValueError(f"labelling {index} has an arc type outside [0, {self.n_types})")
+        if types.min() < 0 or types.max() >= n_types:
+            raise ValueError(f"labelling {index} has an arc type outside [0, {n_types})")
         return y.astype(np.int32)
 
     def _radius2(self, y) -> float:
@@ -204,22 +225,26 @@ class PoseModel(StructuredModel):
     def bind(self, X: Sequence, Y: Sequence) -> PoseOracle:
         if len(X) != len(Y):
             raise ValueError(f"X has {len(X)} examples but Y has {len(Y)}")
-        data = self._pack(X)
+        data, T = self._pack(X)
         shapes = np.asarray(data.shapes)
-        truth = np.stack([self._check_y(y, shapes[i], i) for i, y in enumerate(Y)])
+        truth = np.stack([self._check_y(y, shapes[i], i, T)
+                          for i, y in enumerate(Y)])
         radius2 = np.array([self._radius2(y) for y in truth])
-        return PoseOracle(data, truth, radius2, self.loss_kind)
+        oracle = PoseOracle(data, truth, radius2, self.loss_kind)
+        self.n_types_in_ = T
+        return oracle
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
-        data = self._pack(X)
-        w = check_weights(w, self.size_joint_feature)
+        data, T = self._pack(X)
+        P = self.n_parts
+        w = check_weights(w, int(pose_size(P, T)), f"{P} parts and {T} types per arc")
         return list(decode(data, w))
 
     def joint_feature(self, x, y) -> np.ndarray:
-        unary, pairwise, offsets = self._check_x(x, 0)
-        y = self._check_y(y, unary.shape[1:], 0)
+        unary, pairwise, offsets = self._check_x(x, 0, self.n_types)
+        P, A, T = self.n_parts, self.n_arcs, pairwise.shape[1]
+        y = self._check_y(y, unary.shape[1:], 0, T)
         positions, types = self.split_labels(y)
-        P, A, T = self.n_parts, self.n_arcs, self.n_types
         src, dst = self.arcs.T
         arange = np.arange(A)
         d = positions[src] - positions[dst] - offsets[arange, types]
@@ -239,11 +264,11 @@ class PoseModel(StructuredModel):
             return float(np.mean(dist2 > radius2))
         return float(np.mean(np.minimum(1.0, dist2 / radius2)))
 
-    def enumerate_labelings(self, x):
-        unary, _, _ = self._check_x(x, 0)
+    def enumerate_labellings(self, x):
+        unary, pairwise, _ = self._check_x(x, 0, self.n_types)
         H, W = unary.shape[1:]
         cells = [(cx, cy) for cy in range(H) for cx in range(W)]
         for placement in itertools.product(cells, repeat=self.n_parts):
-            for types in itertools.product(range(self.n_types), repeat=self.n_arcs):
+            for types in itertools.product(range(pairwise.shape[1]), repeat=self.n_arcs):
                 yield np.array([v for cell in placement for v in cell] + list(types),
                                dtype=np.int32)

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssvm_core import as_oracle
+from ssvm_core.options import NAMES, PATH_NAMES, validate
 from ssvm_core.validation import check_box
-
-# Options the path and the grid search set themselves.
-_RESERVED = ("lam", "state", "tol", "averaging", "callback", "batch", "line_search")
 
 
 @dataclass
@@ -66,13 +64,21 @@ def resolve_problem(model_or_oracle, X, Y, box, cone: bool) -> Problem:
 
 def solver_options(step: str, sampling: str, cache: bool, max_passes: int,
                    gap_check_every: int, random_state, n_jobs, extra: dict) -> dict:
-    """Keyword arguments for ``ssvm_core.solve`` (the caller adds lam, state, tol, ...)."""
-    bad = sorted(set(extra) & set(_RESERVED))
-    if bad:
-        raise ValueError(f"solver option(s) {bad} are set by the path / grid search itself")
-    return dict(step=step, sampling=sampling, cache=cache, max_passes=max_passes,
-                gap_check_every=gap_check_every, random_state=random_state, n_jobs=n_jobs,
-                **extra)
+    """Keyword arguments for ``ssvm_core.solve`` (the caller adds lam, state, tol, ...).
+
+    ``extra`` may hold any solver option of ``ssvm_core.options`` marked for
+    paths; the others (lam, state, tol, averaging, callback, batch, box, ...)
+    are set by the path or the grid search itself.  Values are validated
+    against the options table.
+    """
+    own = sorted(set(extra) & (set(NAMES) - set(PATH_NAMES)) | set(extra) & {"lam", "state"})
+    if own:
+        raise ValueError(f"solver option(s) {own} are set by the path / grid search itself")
+    options = dict(step=step, sampling=sampling, cache=cache, max_passes=max_passes,
+                   gap_check_every=gap_check_every, random_state=random_state, n_jobs=n_jobs,
+                   **extra)
+    validate(options)
+    return options
 
 
 def check_eps_kappa(eps: float, kappa: float) -> tuple[float, float]:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
+
+from ssvm_core.files import atomic_write
 
 
 def cost_curves(result) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -23,7 +26,8 @@ def plot_costs(results: Mapping[str, object], out: str | os.PathLike | None = No
     results : mapping name -> RegularizationPath or GridSearchResult
         Anything with ``lams``, ``times`` and ``effective_passes`` arrays.
     out : path, optional
-        Where to save the figure (PNG by its suffix).
+        Where to save the figure, atomically (``ssvm_core.files.atomic_write``),
+        in the format its suffix names (PNG without a suffix).
     title : str, optional
 
     Returns
@@ -53,6 +57,8 @@ def plot_costs(results: Mapping[str, object], out: str | os.PathLike | None = No
     if title:
         fig.suptitle(title)
     if out is not None:
-        fig.savefig(out, dpi=120)
+        fmt = Path(out).suffix.lstrip(".").lower() or "png"
+        with atomic_write(out) as f:
+            fig.savefig(f, dpi=120, format=fmt)
         plt.close(fig)
     return fig

@@ -9,6 +9,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from ssvm_core.files import save_npz
+
 _FORMAT_VERSION = 1
 _ARRAYS = ("lams", "weights", "gaps", "gap_estimates", "deltas", "effective_passes", "times")
 _SCALARS = ("lam_end", "eps", "kappa", "heuristic", "status", "theta_exact")
@@ -162,15 +164,18 @@ class RegularizationPath:
         return out
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
-        """Write an ``.npz`` archive (no pickle) to a path or an open binary file."""
+        """Write an ``.npz`` archive (no pickle) to a path or an open binary file.
+
+        A path is written atomically (``ssvm_core.files.save_npz``): it holds
+        either its old content or the whole new archive, never a part.
+        """
         meta = {name: getattr(self, name) for name in _SCALARS}
         meta["format_version"] = _FORMAT_VERSION
         arrays = {name: getattr(self, name) for name in _ARRAYS}
         if hasattr(path, "write"):
             np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
             return
-        with open(path, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
+        save_npz(path, meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike | BinaryIO, model=None) -> RegularizationPath:

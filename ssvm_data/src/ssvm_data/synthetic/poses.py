@@ -7,8 +7,7 @@ import functools
 import numpy as np
 
 from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS, pose_tree_nodes
-
-RandomState = int | np.random.Generator | None
+from ssvm_data.synthetic._checks import RandomState, check_int
 
 # A standing person in cells of a 16-row grid, x to the right, y down, neck at (0, 0).
 _TEMPLATE = np.array([(-1.5, 12.5), (-1.5, 9.0), (-1.5, 6.0), (1.5, 6.0), (1.5, 9.0),
@@ -74,14 +73,12 @@ def lsp_like(
     >>> [a.shape for a in X[0]], Y[0].shape
     ([(26, 8, 8), (50, 3, 8, 8), (50, 3, 2)], (102,))
     """
-    from ssvm_data.synthetic import _check_int
-
-    n = _check_int(n, "n", minimum=1)
+    n = check_int(n, "n", minimum=1)
     if not isinstance(grid, (tuple, list)) or len(grid) != 2:
         raise ValueError(f"grid must be a pair (H, W), got {grid!r}")
-    H = _check_int(grid[0], "grid[0] (H)", minimum=4)
-    W = _check_int(grid[1], "grid[1] (W)", minimum=4)
-    n_types = _check_int(n_types, "n_types", minimum=1)
+    H = check_int(grid[0], "grid[0] (H)", minimum=4)
+    W = check_int(grid[1], "grid[1] (W)", minimum=4)
+    n_types = check_int(n_types, "n_types", minimum=1)
     rng = np.random.default_rng(random_state)
     parents = np.array(POSE_TREE_PARENTS)
     children = np.flatnonzero(parents >= 0)

@@ -10,6 +10,7 @@ import functools
 import numpy as np
 
 from ssvm_data.conll import CHUNK_TAGS, Sentences, extract_attributes
+from ssvm_data.synthetic._checks import check_int
 
 # Fixed seed: the "language" (chunk grammar, tag -> POS -> word tables) is the same for
 # every random_state; random_state draws the sentences.
@@ -90,10 +91,8 @@ def conll_like(
     >>> X[0].shape[0] == Y[0].shape[0], X[0].format, int(max(y.max() for y in Y)) < 23
     (True, 'csr', True)
     """
-    from ssvm_data.synthetic import _check_int
-
-    n_sentences = _check_int(n_sentences, "n_sentences", minimum=1)
-    n_words = _check_int(n_words, "n_words", minimum=_N_POS)
+    n_sentences = check_int(n_sentences, "n_sentences", minimum=1)
+    n_words = check_int(n_words, "n_words", minimum=_N_POS)
     rng = np.random.default_rng(random_state)
     names, freq, transition, pos_probs, words_of_pos, zipf = _language(n_words)
     tag_of = {tag: k for k, tag in enumerate(CHUNK_TAGS)}

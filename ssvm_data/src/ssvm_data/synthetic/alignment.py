@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from ssvm_data.synthetic._checks import check_int, check_length
+
 _BIAS_WEIGHT = -1.5         # planted weight of the constant feature
 _DISTORTION_WEIGHT = -4.0   # planted weight of |relative position difference|
 _SIGNAL = 2.0               # std of the planted score from the Gaussian features
@@ -71,11 +73,9 @@ def matching(
     >>> features.shape[1], Y[0].shape == (n_s,), bool(Y[0].max() < n_t)
     (6, True, True)
     """
-    from ssvm_data.synthetic import _check_int, _check_length  # synthetic imports this module
-
-    n = _check_int(n, "n", minimum=1)
-    low, high = _check_length(length)
-    n_features = _check_int(n_features, "n_features", minimum=3)
+    n = check_int(n, "n", minimum=1)
+    low, high = check_length(length)
+    n_features = check_int(n_features, "n_features", minimum=3)
     band = float(band)
     if not band >= 0:
         raise ValueError(f"band must be >= 0, got {band}")

@@ -1,0 +1,1 @@
+"""Compatibility layers: other libraries' public APIs running on ssvm's solvers and oracles."""

