@@ -350,7 +350,8 @@ def test_get_params_set_params_round_trip():
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
                       "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,
                       "warm_start": True,
-                      "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0}
+                      "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0,
+                      "batch_blocks": 1, "executor": None}
     clone = FrankWolfeSSVM(**params)
     assert clone.get_params() == params
     assert est.get_params(deep=False) == params
