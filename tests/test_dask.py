@@ -148,6 +148,40 @@ def test_dask_shards_and_max_scores(inprocess_client):
         DaskExecutor(inprocess_client, n_shards=0)
 
 
+def _pose_oracle(n=5):
+    model = PoseModel(POSE_TREE_PARENTS, SCALE_PARTS, n_types=2)
+    X, Y = lsp_like(n, grid=(6, 6), n_types=2, random_state=6)
+    lower, upper = model.weight_bounds()
+    w = np.clip(np.random.default_rng(7).normal(size=model.size_joint_feature), lower, upper)
+    return model.bind(X, Y), w
+
+
+def test_pose_oracle_takes_blocks():
+    oracle, w = _pose_oracle()
+    sub = oracle.take_blocks([3, 1])
+    assert sub.n_blocks == 2 and sub.n_features == oracle.n_features
+    for k, i in enumerate([3, 1]):
+        for a, b in zip(sub.solve_py(k, w), oracle.solve_py(i, w)):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(IndexError):
+        oracle.take_blocks([5])
+    with pytest.raises(ValueError, match="indices"):
+        oracle.take_blocks([])
+
+
+def test_dask_shards_of_a_slicable_oracle_hold_only_their_blocks(inprocess_client):
+    oracle, w = _pose_oracle()
+    with DaskExecutor(inprocess_client, n_shards=2) as ex:
+        got = ex.solve_blocks(oracle, w, np.array([4, 0, 2]))
+        shards = inprocess_client.gather(ex._shards)
+        assert [s.oracle.n_blocks for s in shards] == [2, 3]     # blocks [0, 2) and [2, 5)
+        ref = solve_blocks(oracle, w, got.blocks)
+        np.testing.assert_array_equal(got.labels, ref.labels)
+        np.testing.assert_array_equal(got.psi_val, ref.psi_val)
+        np.testing.assert_allclose(ex.max_scores(oracle, w),
+                                   SerialExecutor().max_scores(oracle, w), rtol=1e-13)
+
+
 class KillingOracle:
     """A Python oracle that kills the Dask worker process running it, once.
 

@@ -303,3 +303,17 @@ def test_bench_parallel_script_and_asv_suite_run(tmp_path, monkeypatch):
         suite.time_one_pass("ocr-like-fast", tau, executor)
         suite.teardown("ocr-like-fast", tau, executor)
         assert suite.state.n_steps == steps + suite.oracle.n_blocks
+
+
+def test_uniform_rounds_draw_every_subset_equally_often():
+    from ssvm_core.minibatch import _distinct_uniform
+    rng = np.random.default_rng(12)
+    counts = {}
+    for _ in range(20000):
+        key = tuple(sorted(_distinct_uniform(rng, 5, 2).tolist()))
+        counts[key] = counts.get(key, 0) + 1
+    assert len(counts) == 10
+    freq = np.array(list(counts.values())) / 20000
+    assert np.all(np.abs(freq - 0.1) < 0.011)                 # 5 standard deviations
+    assert sorted(_distinct_uniform(rng, 6, 5).tolist()) != [] and \
+        len(set(_distinct_uniform(rng, 6, 5).tolist())) == 5

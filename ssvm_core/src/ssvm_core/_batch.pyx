@@ -336,7 +336,8 @@ cdef class AnswerOracle(MaxOracle):
     cdef readonly MaxOracle oracle
     cdef readonly object answers
     cdef readonly intp_t fallbacks
-    cdef intp_t[::1] _slot
+    cdef intp_t _n_stored
+    cdef const intp_t[::1] _keys, _slots    # stored blocks, sorted, and their positions
     cdef const intp_t[::1] _ans_ptr, _lab_ptr, _psi_ptr
     cdef const int32_t[::1] _labels, _psi_idx
     cdef const float64_t[::1] _psi_val, _loss
@@ -363,10 +364,12 @@ cdef class AnswerOracle(MaxOracle):
         self.max_psi_nnz = oracle.max_psi_nnz
         self.dense_psi = oracle.dense_psi
         self.needs_gil = oracle.needs_gil
-        slot = np.full(oracle.n_blocks, -1, dtype=np.intp)
-        slot[blocks] = np.arange(blocks.shape[0])
-        self._slot = slot
+        # O(tau) memory: a round stores few blocks of many.
+        order = np.argsort(blocks, kind="stable").astype(np.intp)
         pad = lambda a, dtype: a if a.shape[0] else np.zeros(1, dtype)
+        self._keys = pad(np.ascontiguousarray(blocks[order], dtype=np.intp), np.intp)
+        self._slots = pad(order, np.intp)
+        self._n_stored = blocks.shape[0]
         self._ans_ptr = answers.ans_ptr
         self._lab_ptr = answers.lab_ptr
         self._psi_ptr = answers.psi_ptr
@@ -386,6 +389,17 @@ cdef class AnswerOracle(MaxOracle):
 
     def block_support(self, i):
         return self.oracle.block_support(i)
+
+    cdef intp_t _slot(self, intp_t i) noexcept nogil:
+        """Position of block i in ``answers.blocks`` (binary search), -1 if absent."""
+        cdef intp_t lo = 0, hi = self._n_stored, mid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._keys[mid] < i:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self._slots[lo] if lo < self._n_stored and self._keys[lo] == i else -1
 
     cdef void _write(self, intp_t a, const float64_t* w, Corner* out) noexcept nogil:
         cdef intp_t k, p0 = self._psi_ptr[a], p1 = self._psi_ptr[a + 1]
@@ -416,7 +430,7 @@ cdef class AnswerOracle(MaxOracle):
             _use_ground_truth(out, self.n_features)
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
-        cdef intp_t b = self._slot[i]
+        cdef intp_t b = self._slot(i)
         if b < 0:
             self.fallbacks += 1
             return self.oracle.solve(i, w, out)
@@ -425,7 +439,7 @@ cdef class AnswerOracle(MaxOracle):
 
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil:
-        cdef intp_t b = self._slot[i], j, got
+        cdef intp_t b = self._slot(i), j, got
         if b < 0:
             self.fallbacks += 1
             return self.oracle.solve_many(i, w, k, outs)

@@ -68,7 +68,7 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
         return
     if sampling == "uniform":
         for start in range(0, n, tau):
-            yield rng.choice(n, size=min(tau, n - start), replace=False).astype(np.intp)
+            yield _distinct_uniform(rng, n, min(tau, n - start))
         return
     if sampling != "gap":
         raise ValueError(f"sampling must be 'uniform', 'perm' or 'gap', got {sampling!r}")
@@ -80,6 +80,23 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
             tail = _draw_by_gaps(rng, state.block_gap_estimates, size - head.shape[0], head)
             head = np.concatenate([head, tail])
         yield head
+
+
+def _distinct_uniform(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
+    """k distinct blocks, uniformly: repeats are drawn again (O(k), not O(n), per round).
+
+    The rule treats every block alike, so the set drawn is uniform over k-subsets.
+    """
+    if 2 * k > n:
+        return rng.permutation(n)[:k].astype(np.intp)
+    out = rng.integers(0, n, size=k).astype(np.intp)
+    while True:
+        _, first = np.unique(out, return_index=True)
+        if first.shape[0] == k:
+            return out
+        repeat = np.ones(k, dtype=bool)
+        repeat[first] = False
+        out[repeat] = rng.integers(0, n, size=int(repeat.sum()))
 
 
 def _draw_by_gaps(rng: np.random.Generator, gaps: np.ndarray, k: int,

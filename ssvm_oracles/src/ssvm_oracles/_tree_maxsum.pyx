@@ -626,6 +626,15 @@ cdef void _maxsum_passes(const _Tree* tr, const _Example* ex, const float64_t* w
         out[2 * P + a1 + 1] = <int32_t> t2
 
 
+def _take_ragged(values, ptr, idx):
+    """Rows ``idx`` of a ragged array (row i is ``values[ptr[i]:ptr[i + 1]]``), repacked."""
+    lengths = ptr[idx + 1] - ptr[idx]
+    new_ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.intp)
+    if new_ptr[-1] == 0:
+        return np.zeros(0), new_ptr
+    return np.concatenate([values[ptr[i]:ptr[i + 1]] for i in idx]), new_ptr
+
+
 cdef class _PoseData:
     """Packed inputs of n examples (shared by the oracle and decoding)."""
     cdef _Tree tree
@@ -661,6 +670,16 @@ cdef class _PoseData:
         ex.offsets = &self.offsets[i, 0, 0, 0]
         return ex
 
+    def take(self, indices):
+        """The packed inputs of examples ``indices`` (in that order)."""
+        idx = np.asarray(indices, dtype=np.intp)
+        unary, unary_ptr = _take_ragged(np.asarray(self.unary), np.asarray(self.unary_ptr), idx)
+        pairwise, pair_ptr = _take_ragged(np.asarray(self.pairwise), np.asarray(self.pair_ptr),
+                                          idx)
+        return _PoseData(np.asarray(self.parents), self.tree.T, np.asarray(self.shapes)[idx],
+                         unary, unary_ptr, pairwise, pair_ptr,
+                         np.ascontiguousarray(np.asarray(self.offsets)[idx]))
+
     def __reduce__(self):
         return (_PoseData, (np.asarray(self.parents), self.tree.T, np.asarray(self.shapes),
                             np.asarray(self.unary), np.asarray(self.unary_ptr),
@@ -695,6 +714,21 @@ cdef class PoseOracle(MaxOracle):
         self.max_psi_nnz = 2 * (data.tree.P + 5 * data.tree.A)
         self.dense_psi = False
         self.needs_gil = False
+
+    def take_blocks(self, indices):
+        """The oracle of examples ``indices`` only (block k is example ``indices[k]``).
+
+        Distributed executors send each worker the shard it answers for
+        (``ssvm_core.executors.DaskExecutor``).
+        """
+        idx = np.asarray(indices)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.size == 0:
+            raise ValueError("indices must be a nonempty 1-D array of example indices")
+        if idx.min() < 0 or idx.max() >= self.n_blocks:
+            raise IndexError(f"example indices must lie in [0, {self.n_blocks})")
+        loss = {v: k for k, v in LOSS_KINDS.items()}[self.loss_kind]
+        return PoseOracle(self.data.take(idx), np.ascontiguousarray(np.asarray(self.truth)[idx]),
+                          np.ascontiguousarray(np.asarray(self.radius2)[idx]), loss)
 
     def __reduce__(self):
         loss = {v: k for k, v in LOSS_KINDS.items()}[self.loss_kind]
