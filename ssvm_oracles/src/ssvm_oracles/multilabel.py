@@ -83,7 +83,7 @@ class MultiLabelModel(StructuredModel):
         phi(x, y) = [ (2 y_1 - 1) x | ... | (2 y_L - 1) x | e(y_a) e(y_b)^T raveled,
                       for each edge (a, b) in E ]
 
-    of size L F + 4 |E|: a linear classifier per label, with score
+    of size L F + 4 n_edges: a linear classifier per label, with score
     +<w_l, x> for y_l = 1 and -<w_l, x> for y_l = 0, plus an arbitrary
     (directed) 2 x 2 potential per edge.  Loss: Hamming, the number of wrong
     labels.  Inference as in :class:`~ssvm_oracles.GraphModel` on the label

@@ -19,8 +19,8 @@ _SCALARS = ("lam_end", "eps", "kappa", "heuristic", "status", "theta_exact")
 class RegularizationPath:
     """A piecewise epsilon-approximate regularization path (001 Sec. 4).
 
-    Parameters and attributes
-    -------------------------
+    Attributes
+    ----------
     lams : ndarray (J,)
         Breakpoints lambda_1 > lambda_2 > ... > lambda_J (lambda_1 = lambda_inf).
     weights : ndarray (J, d)
