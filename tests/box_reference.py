@@ -2,7 +2,7 @@
 
 The box-constrained primal min_{l <= w <= u} lam/2 ||w||^2 + (1/n) sum_i xi_i,
 xi_i >= L_i(y) - <w, psi_i(y)> for every y, is solved as a QP with SciPy, and
-the dual value comes from the multiplier form of 001 App. H, written here
+the dual value comes from the multiplier form of Osokin et al. (2016), App. H, written here
 from the definitions rather than from ``ssvm_core``.
 """
 

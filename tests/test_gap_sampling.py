@@ -1,4 +1,4 @@
-"""Gap sampling (001 Alg. 2): the sampler, the visiting rules and convergence."""
+"""Gap sampling (Osokin et al. (2016), Alg. 2): the sampler, the visiting rules and convergence."""
 
 import numpy as np
 import pytest

@@ -15,7 +15,7 @@ of reach in any reasonable number of passes, so the tests split into
   with n = 1 (one exact line search);
 - for every variant, on any toy problem: the certificates bracket the
   independent optimum, and the dual suboptimality obeys the O(1/k) bound of
-  000 Theorem 2 (batch FW is its n = 1 case) with curvature constants
+  Lacoste-Julien et al. (2013), Theorem 2 (batch FW is its n = 1 case) with curvature constants
   computed from the enumeration.
 """
 
@@ -119,7 +119,8 @@ def _diameters(enum: EnumeratedProblem) -> np.ndarray:
 @settings(max_examples=scaled_examples(20))
 @given(toy_problems(lams=(-2, 1)), st.booleans())
 def test_batch_fw_obeys_its_convergence_bound(toy, line_search):
-    """P* - D(alpha_k) <= 2 (C_f + h_0) / (k + 2) for every k (000 Thm. 2 with n = 1).
+    """P* - D(alpha_k) <= 2 (C_f + h_0) / (k + 2) for every k (Lacoste-Julien et al. (2013), Thm. 2
+    with n = 1).
 
     For this quadratic C_f = lam max ||A (s - alpha)||^2 <= (sum_i diam_i)^2 / (lam n^2).
     Deterministic, so it must hold on every run.
@@ -138,7 +139,7 @@ def test_batch_fw_obeys_its_convergence_bound(toy, line_search):
 @settings(max_examples=scaled_examples(15))
 @given(toy_problems(lams=(-2, 1)), st.booleans())
 def test_bcfw_mean_suboptimality_obeys_the_expected_bound(toy, line_search):
-    """E[P* - D(alpha_k)] <= 2n (C_f^x + h_0) / (k + 2n) (000 Thm. 2).
+    """E[P* - D(alpha_k)] <= 2n (C_f^x + h_0) / (k + 2n) (Lacoste-Julien et al. (2013), Thm. 2).
 
     C_f^x = sum_i C_f^(i) <= sum_i diam_i^2 / (lam n^2).  The bound is on the
     expectation over the block sampling: the mean of 8 seeded runs is checked

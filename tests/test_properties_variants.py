@@ -1,4 +1,5 @@
-"""Every solver variant of 001 on enumerable toy problems, against independent references.
+"""Every solver variant of Osokin et al. (2016) on enumerable toy problems, against independent
+references.
 
 The combinations {uniform, perm, gap} x {fw, away, pairwise, hybrid, corrective} x
 {cache, no cache} x {box, no box} x {averaging, none} all run through
@@ -7,7 +8,7 @@ The combinations {uniform, perm, gap} x {fw, away, pairwise, hybrid, corrective}
 - the certificate brackets the independent optimum (QP over the enumeration,
   box-constrained when there is a box): 0 <= P(w) - P* <= gap;
 - the gap equals P(w) - D(alpha) with P by enumeration and D from the
-  multiplier form of 001 App. H (``box_reference``), and the block gaps,
+  multiplier form of Osokin et al. (2016), App. H (``box_reference``), and the block gaps,
   recomputed by enumeration, sum to it;
 - the dual of the iterate never decreases from pass to pass;
 - w stays in the box; active sets keep their invariants;
@@ -92,7 +93,7 @@ def test_every_combination_is_certified(toy, box_seed, sampling, step, cache, us
     box = random_box(np.random.default_rng(box_seed), toy.oracle.n_features) \
         if use_box else None
     p_star = optimum(toy, box)
-    # Linear convergence is checked without a box: with one, 001 Alg. 8 measures
+    # Linear convergence is checked without a box: with one, Osokin et al. (2016), Alg. 8 measures
     # the curvature in v, and once w is clipped its steps can be arbitrarily
     # small (seen for FW, pairwise and corrective steps alike at lam = 1e-3).
     linear = step not in ("fw", "sequential") and not averaging and box is None

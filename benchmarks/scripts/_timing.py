@@ -9,7 +9,7 @@ from ssvm_oracles import CountingOracle
 def mean_call_seconds_in_training(oracle, lam: float, box, passes: int) -> float:
     """Mean seconds per oracle call over ``passes`` BCFW passes from scratch (seed 0).
 
-    001 Table 1's measure ("the average running times of the max oracle and
+    Osokin et al. (2016), Table 1's measure ("the average running times of the max oracle and
     the joint feature map"), timed by ``CountingOracle(timing=True)``; gap
     passes count as calls too.
     """

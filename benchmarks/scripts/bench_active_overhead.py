@@ -7,7 +7,7 @@ the median seconds per pass, microseconds per block step, the ratio to plain
 BCFW (``_fw.bcfw_pass``), the stored labellings per block and the cache-hit
 rate.  Variants interleave within each repeat, so machine load affects them
 alike.  Caching runs get an exact gap pass every 3 passes (the global rule
-of 001 Alg. 5 needs one; not timed).
+of Osokin et al. (2016), Alg. 5 needs one; not timed).
 
 Example::
 

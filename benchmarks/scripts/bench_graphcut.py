@@ -1,4 +1,5 @@
-"""Time per call of the graph-cut max oracle at HorseSeg's size, against 001 Table 1.
+"""Time per call of the graph-cut max oracle at HorseSeg's size, against Osokin et al. (2016),
+Table 1.
 
 Generates ``--images`` HorseSeg-like images (``ssvm_data.horseseg_like``: 147
 superpixels, 1,969 unary and 100 pairwise features by default) and binds a
@@ -13,7 +14,7 @@ Three measurements, each side by side for both storages:
    (nonzero pairwise weights, so the cut is not trivial); "in cache" repeats
    the calls on the first two images only, which separates compute from
    memory traffic;
-2. training average, 001 Table 1's measure ("the average running times of the
+2. training average, Osokin et al. (2016), Table 1's measure ("the average running times of the
    max oracle and the joint feature map"): mean seconds per oracle call over a
    box-constrained BCFW run of ``--train-passes`` passes at each of
    ``--train-lams`` (the paper's HorseSeg values are 0.1 to 1000), timed by
@@ -21,7 +22,7 @@ Three measurements, each side by side for both storages:
 3. the PyMaxflow backend (``backend="pymaxflow"``, a Python oracle), at the
    trained w, when PyMaxflow is installed.
 
-001 Table 1 reports 1e-3 s per call for HorseSeg small and medium.
+Osokin et al. (2016), Table 1 reports 1e-3 s per call for HorseSeg small and medium.
 
 Example::
 
@@ -42,7 +43,7 @@ from ssvm_core.parallel import score_pass
 from ssvm_data import horseseg_like
 from ssvm_oracles import GraphCutModel
 
-PAPER_CALL_S = 1e-3  # 001 Table 1, HorseSeg small and medium
+PAPER_CALL_S = 1e-3  # Osokin et al. (2016), Table 1, HorseSeg small and medium
 DTYPES = ("float64", "float32")
 
 

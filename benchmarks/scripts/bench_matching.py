@@ -1,6 +1,6 @@
 """Time per call of the matching max oracle at the size of the paper's alignment task.
 
-000 Sec. 6 / App. F (Taskar et al. 2006): 5,000 training pairs, d = 82,
+Lacoste-Julien et al. (2013), Sec. 6 / App. F (Taskar et al. 2006): 5,000 training pairs, d = 82,
 sentences of 10 to 30 words.  Generates ``--pairs`` such pairs
 (``ssvm_data.synthetic.matching``), binds a ``MatchingModel`` and times one
 ``solve`` per pair through ``ssvm_core.parallel.score_pass`` (as the solver

@@ -1,15 +1,16 @@
 #!/usr/bin/env python
-"""Regularization path against grid search: cumulative cost along lambda (001 Fig. 4, App. K).
+"""Regularization path against grid search: cumulative cost along lambda (Osokin et al. (2016),
+Fig. 4, App. K).
 
 Methods (``--methods``):
 
-- ``eps-path``: the eps-approximate path (001 Alg. 6-7, exact gaps, kappa 0.9);
+- ``eps-path``: the eps-approximate path (Osokin et al. (2016), Alg. 6-7, exact gaps, kappa 0.9);
 - ``heuristic``: the heuristic path of App. K (stale gap estimates, kappa 0.7);
   its exact gaps are computed for the record, outside its cost;
 - ``grid-cold``, ``grid-keep-duals``, ``grid-keep-primal``: the grid
   2^15, ..., 2^-15 solved to the eps-path's breakpoint tolerance kappa eps,
   from a fresh state per lambda, keeping alpha (rescaled w) or keeping w
-  (rescaled alpha, 001 Prop. 1).
+  (rescaled alpha, Osokin et al. (2016), Prop. 1).
 
 Every method uses the same solver variant (``--step``, ``--sampling``,
 ``--cache``) and counts every oracle call (effective passes = calls / n) and

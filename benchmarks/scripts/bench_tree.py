@@ -1,4 +1,5 @@
-"""Time per call of the tree max-sum (pose) oracle at LSP's size, against 001 Table 1.
+"""Time per call of the tree max-sum (pose) oracle at LSP's size, against Osokin et al. (2016),
+Table 1.
 
 Generates ``--images`` LSP-like poses (``ssvm_data.lsp_like``: the 26-node tree,
 50 arcs, ``--types`` types per arc) on square grids of each ``--grid`` size,
@@ -12,10 +13,10 @@ linear shortcut) and random weights with strictly positive quadratic weights
 positions (type pairs whose bounds show they cannot win are skipped, so the time
 depends on the values); the report also gives the time per (edge x type pair x
 position).  Because the skipping depends on the weights, the script also
-reports 001 Table 1's own measure: the mean time per oracle call over a
+reports Osokin et al. (2016), Table 1's own measure: the mean time per oracle call over a
 box-constrained BCFW run (``--train-passes`` passes on ``--train-images``
 images at each of ``--train-lams``, the paper's LSP values being 10 to 1000),
-timed by ``CountingOracle(timing=True)``.  001 Table 1 reports 2 s per call for
+timed by ``CountingOracle(timing=True)``.  Osokin et al. (2016), Table 1 reports 2 s per call for
 LSP-small (MATLAB, features read from disk), on a grid the paper does not state.
 
 Example::
@@ -38,7 +39,7 @@ from ssvm_data import lsp_like
 from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
 from ssvm_oracles import PoseModel
 
-PAPER_CALL_S = 2.0  # 001 Table 1, LSP-small
+PAPER_CALL_S = 2.0  # Osokin et al. (2016), Table 1, LSP-small
 
 
 def _weights(model: PoseModel, rng: np.random.Generator) -> dict[str, np.ndarray]:

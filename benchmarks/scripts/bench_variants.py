@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Exact duality gap of the block-coordinate variants against effective passes and time.
 
-The protocol of 001 Sec. 5.1 / Fig. 3: the 8 combinations of sampling
+The protocol of Osokin et al. (2016), Sec. 5.1 / Fig. 3: the 8 combinations of sampling
 {uniform, gap} x step {fw, pairwise} x {cache, no cache} (``--variants`` picks
 others, e.g. ``perm:hybrid:cache``), several seeds, the plain iterate (no
 averaging), gap checks of the solver every ``--gap-check-every`` passes (they

@@ -71,7 +71,8 @@ class ViterbiSuite(OracleMixin, SSVMBenchmark):
 
 
 class GraphCutSuite(SSVMBenchmark):
-    """Seconds per ``GraphCutOracle`` call at HorseSeg's size (001 Table 1: 1e-3 s).
+    """Seconds per ``GraphCutOracle`` call at HorseSeg's size (Osokin et al. (2016), Table 1: 1e-3
+    s).
 
     50 ``horseseg_like`` images (147 superpixels, 1,969 unary and 100
     pairwise features), the features stored as float64 or float32

@@ -1,5 +1,5 @@
 """Solvers on OCR-large: BCFW at lambda = 0.01 (time per pass, certified gaps, peak
-memory) and the 8 variants of 001 Fig. 3 at lambda = 0.001."""
+memory) and the 8 variants of Osokin et al. (2016), Fig. 3 at lambda = 0.001."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def prepare_one_pass(gaps, dataset: str) -> None:
 
 
 class BCFWSuite(DataMixin, SSVMBenchmark):
-    """Block-coordinate Frank-Wolfe (000 Alg. 4) with line search and averaging.
+    """Block-coordinate Frank-Wolfe (Lacoste-Julien et al. (2013), Alg. 4) with line search and
+    averaging.
 
     - ``time_one_pass``: one pass of n block steps (``_fw.bcfw_pass``, the
       kernel that ``ssvm_core.solve`` calls) in steady state.  The state is
@@ -115,10 +116,10 @@ class BCFWSuite(DataMixin, SSVMBenchmark):
                        tol=0).fit(self.X, self.Y)
 
 
-#: The 8 combinations of 001 Fig. 3: sampling:step:cache.
+#: The 8 combinations of Osokin et al. (2016), Fig. 3: sampling:step:cache.
 VARIANTS = [f"{s}:{t}:{c}" for s in ("uniform", "gap") for t in ("fw", "pairwise")
             for c in ("nocache", "cache")]
-#: lambda of 001 Fig. 3 on OCR-large.
+#: lambda of Osokin et al. (2016), Fig. 3 on OCR-large.
 VARIANT_LAM = 0.001
 
 
@@ -136,7 +137,8 @@ def _variant_state(dataset: str, variant: str, home: str | None):
 
 
 class VariantsSuite(SSVMBenchmark):
-    """The 8 block-coordinate variants of 001 Fig. 3 at lambda = 0.001, no averaging.
+    """The 8 block-coordinate variants of Osokin et al. (2016), Fig. 3 at lambda = 0.001, no
+    averaging.
 
     - ``time_one_pass``: one more solver pass (n block steps, gap checks
       excluded) continuing the variant's own run.

@@ -261,14 +261,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
 
-    path = sub.add_parser("path", help="eps-approximate regularization path (001 Alg. 6-7)")
+    path = sub.add_parser("path", help="eps-approximate regularization path "
+                                       "(Osokin et al. (2016), Alg. 6-7)")
     path.add_argument("--dataset", default=DEFAULT_DATASET, choices=names)
     path.add_argument("--data-home", default=None, help="overrides $SSVM_DATA_HOME")
     path.add_argument("--eps", type=float, default=0.1, help="suboptimality along the path")
     path.add_argument("--kappa", type=float, default=None,
                       help="breakpoint tolerance kappa eps (default 0.9, heuristic 0.7)")
     path.add_argument("--heuristic", action="store_true",
-                      help="stop on stale gap estimates (001 App. K); exact gaps reported")
+                      help="stop on stale gap estimates (Osokin et al. (2016), App. K); "
+                           "exact gaps reported")
     path.add_argument("--lam-min", type=float, default=2.0 ** -15, help="smallest lambda")
     path.add_argument("--max-breakpoints", type=int, default=10_000)
     path.add_argument("--step", default="pairwise", choices=STEPS,

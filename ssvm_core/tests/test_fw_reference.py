@@ -5,7 +5,7 @@ over the enumerated labellings of block i) and recomputes everything from
 them; the kernels keep only w_i = A alpha_[i] and ell_i.  Both are driven
 through the same block order, one step at a time, and compared after every
 step: iterate, block vectors, ell, block gap, step index and the weighted
-averages (000 Alg. 2 and 4).
+averages (Lacoste-Julien et al. (2013), Alg. 2 and 4).
 """
 
 from __future__ import annotations

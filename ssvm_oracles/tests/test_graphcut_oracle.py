@@ -74,7 +74,8 @@ def feasible_weights(rng, n_unary, n_pairwise):
 def reference_scores(x, y_true, w, n_unary):
     """H(y) = L(y) + <w, phi(y)> - <w, phi(y_true)> for every labelling, from the formulas.
 
-    Written from 001 App. I.3 without the model's code: score(y) = sum_p (2 y_p - 1)
+    Written from Osokin et al. (2016), App. I.3 without the model's code: score(y) = sum_p (2 y_p -
+    1)
     <w_U, x_p> - sum_{pq} <w_P, x_pq> [y_p != y_q]; class-balanced Hamming loss.
     """
     unary, edges, pairwise = x

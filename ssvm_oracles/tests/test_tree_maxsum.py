@@ -404,7 +404,7 @@ def test_loss_scale_and_loss_kinds():
 def test_paper_dimension_and_weight_bounds():
     parents = [-1] + [0] * 25                          # any 26-part tree
     model = PoseModel(parents, (0, 1), n_types=13)
-    assert model.size_joint_feature == 2676            # 001 Table 1 (LSP)
+    assert model.size_joint_feature == 2676            # Osokin et al. (2016), Table 1 (LSP)
     lower, upper = model.weight_bounds()
     assert lower.shape == upper.shape == (2676,)
     assert np.all(upper == np.inf)

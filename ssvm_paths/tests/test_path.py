@@ -57,7 +57,8 @@ def _check_shape(path, lam_min):
     assert np.all(np.diff(path.lams) < 0)
     assert path.weights.shape == (path.n_breakpoints, path.weights.shape[1])
     assert np.all(np.diff(path.effective_passes) > 0) and np.all(np.diff(path.times) >= 0)
-    if path.status == "complete":         # rho <= 0 at the last breakpoint (001 eq. 13)
+    # rho <= 0 at the last breakpoint (Osokin et al. (2016), eq. 13)
+    if path.status == "complete":
         assert path.lam_end == 0.0
         # the heuristic path decides on its (stale) gap estimates
         gap = path.gap_estimates[-1] if path.heuristic else path.gaps[-1]
@@ -114,7 +115,7 @@ def test_initial_breakpoint_follows_alg_6(toy, factors, kappa):
 def test_initial_state_is_alg_6_dual_point(toy, box_kind, seed):
     """The initial state puts alpha_i(y~_i) = 1 with y~_i of maximal loss: its active sets
     hold their invariants, its dual value is that of this alpha by enumeration, and its
-    exact gap is within the bound of 001 eq. 11."""
+    exact gap is within the bound of Osokin et al. (2016), eq. 11."""
     rng = np.random.default_rng(seed)
     d = toy.oracle.n_features
     box = None if box_kind is None else (np.where(rng.random(d) < 0.5, 0.0, -np.inf),
@@ -287,7 +288,7 @@ def test_plot_writes_a_png(tmp_path):
 
 
 class _ShiftedLoss(DelegatingOracle):
-    """Adds 1 to every loss, so L_i(y_i) = 1 breaks 001 Prop. 1's assumption."""
+    """Adds 1 to every loss, so L_i(y_i) = 1 breaks Osokin et al. (2016), Prop. 1's assumption."""
 
     def solve(self, i, w):
         labels, psi, loss = self.inner.solve(i, w)

@@ -1,16 +1,16 @@
 """Block steps over explicit active sets: BCFW, BCPFW, BCAFW, hybrid, with caching.
 
 One kernel serves every combination of 001's variants: the FW corner comes
-from the oracle or, with caching (001 Alg. 5), from the block's stored
-labellings; the step is a Frank-Wolfe step (000 Alg. 4), an away step
-(BCAFW, 001 Alg. 4), a pairwise step (BCPFW, 001 Alg. 3) or, for
+from the oracle or, with caching (Osokin et al. (2016), Alg. 5), from the block's stored
+labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4), an away step
+(BCAFW, Osokin et al. (2016), Alg. 4), a pairwise step (BCPFW, Osokin et al. (2016), Alg. 3) or, for
 ``hybrid``, whichever of the three improves the dual most.  With a box
-(001 App. H) directions and curvatures use v and the inner products use
+(Osokin et al. (2016), App. H) directions and curvatures use v and the inner products use
 w = clip(v).
 
 All block quantities come from the atoms (``ActiveSets``): with
 H_k = L_i(y_k) - <w, psi_i(y_k)>, the FW gap of corner s is
-g_FW = (H_s - sum_k alpha_k H_k) / n (001 eq. 7), the away gap of atom a is
+g_FW = (H_s - sum_k alpha_k H_k) / n (Osokin et al. (2016), eq. 7), the away gap of atom a is
 g_A = (sum_k alpha_k H_k - H_a) / n and the pairwise gap their sum.
 """
 
@@ -46,8 +46,8 @@ cdef struct Options:
     int step
     bint line_search          # False: predefined FW step 2n / (k + 2n)
     bint cache                # also: without a cache, atoms leaving S_i are deleted
-    float64_t cache_factor    # F of 001 Alg. 5
-    float64_t cache_nu        # nu of 001 Alg. 5
+    float64_t cache_factor    # F of Osokin et al. (2016), Alg. 5
+    float64_t cache_nu        # nu of Osokin et al. (2016), Alg. 5
     float64_t global_gap      # g of the last exact gap pass
     intp_t n_samples          # answers asked of the oracle per call (solve_many)
 
@@ -133,7 +133,7 @@ cdef float64_t _rebuild_block(const BlockAtoms* blk, float64_t* vi, const int32_
 cdef void _project_simplex(float64_t* x, intp_t K, float64_t* work) noexcept nogil:
     """Euclidean projection of x (length K) onto the probability simplex, in place.
 
-    Sort-based (003 eq. 26): with u = x sorted decreasingly and
+    Sort-based (Huang et al. (2017), eq. 26): with u = x sorted decreasingly and
     tau = (sum_{l<=rho} u_l - 1) / rho for the largest rho with
     u_rho > (sum_{l<=rho} u_l - 1) / rho, x <- max(x - tau, 0).  ``work``
     holds K doubles.
@@ -162,7 +162,7 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     alpha_i <- argmax over the simplex of g^T d - lam scale^2 / 2 d^T G d with
     d = alpha - alpha_old, g_k = H_k(w) / n (``blk.score``) and G the Gram
     matrix of the atoms' psi.  Without a box this is the block dual exactly
-    (the block QP over the active set, 003 eq. 25); with one it bounds the
+    (the block QP over the active set, Huang et al. (2017), eq. 25); with one it bounds the
     dual's change from below (clip is 1-Lipschitz), so the step never
     decreases the dual.  Projected gradient with the Gershgorin bound of the
     curvature, until the subproblem's FW gap is at rounding level (at most
@@ -227,7 +227,8 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
 cdef float64_t _sequential_steps(BlockAtoms* blk, float64_t* vi, const int32_t* support,
                                  intp_t m, intp_t ks, float64_t lam, float64_t scale, intp_t n,
                                  float64_t* s, Primal* p, float64_t avg_coef) noexcept nogil:
-    """Branson et al.'s sequential multi-sample update (004 Alg. 1) in BCFW's normalisation.
+    """Branson et al.'s sequential multi-sample update (Branson et al. (2013), Alg. 1) in BCFW's
+    normalisation.
 
     Their closed-form update of sample j rescales the block's alpha by s and
     gives sample j the weight that maximises the dual: a FW step toward that
@@ -457,7 +458,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     line_search : bool
         False uses the predefined step 2n / (k + 2n) (FW steps only).
     cache, cache_factor, cache_nu :
-        Caching (001 Alg. 5): the best stored labelling replaces the oracle
+        Caching (Osokin et al. (2016), Alg. 5): the best stored labelling replaces the oracle
         when its gap is >= max(F g_i, nu g / n), g_i the block's gap at its
         last oracle call and g the last exact global gap.
     n_samples : int

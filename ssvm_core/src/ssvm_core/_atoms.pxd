@@ -1,5 +1,5 @@
 # Per-block atoms: the explicit sparse dual variables (active sets) and the
-# cache of labellings of 001 Sec. 3.3, kept in one store per block.
+# cache of labellings of Osokin et al. (2016), Sec. 3.3, kept in one store per block.
 #
 # Atom k of a block is a labelling y with its psi_i(y) (sparse: psi_idx /
 # psi_val, repeated indices add up), its loss L_i(y) and its weight alpha_i(y).

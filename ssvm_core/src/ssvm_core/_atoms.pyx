@@ -1,7 +1,7 @@
 """Per-block atoms: explicit sparse dual variables and the labelling cache.
 
-Block-coordinate pairwise and away steps (001 Alg. 3-4) need the dual
-variables alpha_i explicitly over an active set S_i; caching (001 Alg. 5)
+Block-coordinate pairwise and away steps (Osokin et al. (2016), Alg. 3-4) need the dual
+variables alpha_i explicitly over an active set S_i; caching (Osokin et al. (2016), Alg. 5)
 needs a working set C_i of labellings with their psi and loss.  Both live in
 one store per block (``ActiveSets``): the cache is every stored atom, the
 active set the atoms with alpha > 0.  Storage is C memory grown on demand
@@ -404,7 +404,7 @@ cdef class ActiveSets:
 
     def shrink(self, double rho) -> None:
         """alpha_i(y) <- rho alpha_i(y) off the ground truth, and the ground truth
-        takes the rest (001 Prop. 1); 0 <= rho <= 1."""
+        takes the rest (Osokin et al. (2016), Prop. 1); 0 <= rho <= 1."""
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"rho must be in [0, 1], got {rho}")
         cdef intp_t i, k

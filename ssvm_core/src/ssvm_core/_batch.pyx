@@ -455,7 +455,8 @@ cdef class AnswerOracle(MaxOracle):
 
 def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
                        float64_t cache_nu):
-    """Which of ``blocks`` the caching rule (001 Alg. 5) serves from the cache at ``state.w``.
+    """Which of ``blocks`` the caching rule (Osokin et al. (2016), Alg. 5) serves from the cache at
+    ``state.w``.
 
     The rule of ``_active.active_pass``, evaluated at the start of a round:
     the best stored labelling's FW gap is >= max(F g_i, nu g / n) (and > 0),

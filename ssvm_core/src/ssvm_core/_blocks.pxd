@@ -9,35 +9,20 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from libc.math cimport fabs
 
 from ssvm_core._oracle cimport Corner
+from ssvm_core._vector cimport dot, dot_gather
 
 
 cdef inline float64_t _dot_block(const float64_t* wi, const int32_t* support, intp_t m,
                                  const float64_t* w) noexcept nogil:
-    """<w_i, w>; four partial sums so the additions pipeline."""
-    cdef float64_t a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0
-    cdef intp_t k, m4 = m - m % 4
+    """<w_i, w> of a dense (support NULL) or sparse block."""
     if support == NULL:
-        for k in range(0, m4, 4):
-            a0 += wi[k] * w[k]
-            a1 += wi[k + 1] * w[k + 1]
-            a2 += wi[k + 2] * w[k + 2]
-            a3 += wi[k + 3] * w[k + 3]
-        for k in range(m4, m):
-            a0 += wi[k] * w[k]
-    else:
-        for k in range(0, m4, 4):
-            a0 += wi[k] * w[support[k]]
-            a1 += wi[k + 1] * w[support[k + 1]]
-            a2 += wi[k + 2] * w[support[k + 2]]
-            a3 += wi[k + 3] * w[support[k + 3]]
-        for k in range(m4, m):
-            a0 += wi[k] * w[support[k]]
-    return (a0 + a1) + (a2 + a3)
+        return dot(wi, w, m)
+    return dot_gather(w, support, wi, m)
 
 
 cdef struct Primal:
     # The primal side of a dual point: v = A alpha and w = clip(v, lower, upper)
-    # (001 App. H).  Without a box, w and v are the same array and lower ==
+    # (Osokin et al. (2016), App. H).  Without a box, w and v are the same array and lower ==
     # upper == NULL.  avg_u (NULL without averaging) accumulates changes of v.
     float64_t* v
     float64_t* w

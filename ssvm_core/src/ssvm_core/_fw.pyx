@@ -6,7 +6,7 @@ and writes the updated scalars back.  Notation follows Lacoste-Julien et al.
 (2013): v = sum_i v_i = A alpha, ell = sum_i ell_i, the corner of block i is
 v_s = psi_i(y*) / (lam n), ell_s = L_i(y*) / n, and the block gap is
 g_i = lam <v_i - v_s, w> - ell_i + ell_s, where w = v without box
-constraints and w = clip(v, lower, upper) with them (001 App. H, Alg. 8-9;
+constraints and w = clip(v, lower, upper) with them (Osokin et al. (2016), App. H, Alg. 8-9;
 the oracle is called at w and the step sizes use v).
 
 Weighted averaging (iterate k weighted by k) is kept lazily in O(nnz) per
@@ -145,9 +145,10 @@ def sample_proportional(const float64_t[::1] weights, const float64_t[::1] unifo
 
 def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search,
               gap_uniforms=None):
-    """Block-coordinate FW steps (000 Alg. 4, 001 Alg. 8 with a box), one per block drawn.
+    """Block-coordinate FW steps (Lacoste-Julien et al. (2013), Alg. 4, Osokin et al. (2016), Alg.
+    8 with a box), one per block drawn.
 
-    The blocks in ``order`` come first; with ``gap_uniforms`` (001 Alg. 2,
+    The blocks in ``order`` come first; with ``gap_uniforms`` (Osokin et al. (2016), Alg. 2,
     gap sampling) then one block per uniform in [0, 1), drawn with
     probability proportional to its last gap estimate, which each step
     refreshes.  ``line_search=False`` uses the predefined step 2n / (k + 2n).
@@ -249,7 +250,8 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
 
 
 def fw_step(MaxOracle oracle, state, bint line_search):
-    """One batch Frank-Wolfe iteration (000 Alg. 2; 001 Alg. 9 with a box).
+    """One batch Frank-Wolfe iteration (Lacoste-Julien et al. (2013), Alg. 2; Osokin et al. (2016),
+    Alg. 9 with a box).
 
     Returns the FW gap at the old point, which is exact (it equals
     P(w) - D(alpha) before the step); the exact block gaps are left in

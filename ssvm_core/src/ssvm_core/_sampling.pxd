@@ -1,5 +1,5 @@
 # Sum tree for sampling blocks with probability proportional to a weight
-# (the last block gap estimate, 001 Alg. 2): O(log n) per draw and update.
+# (the last block gap estimate, Osokin et al. (2016), Alg. 2): O(log n) per draw and update.
 #
 # tree has 2 * size entries, size a power of two >= n; leaf i is
 # tree[size + i] and every internal node holds the sum of its two children,

@@ -1,4 +1,5 @@
-"""One-pass kernel of the stochastic subgradient baseline (000 Sec. 6, Pegasos step).
+"""One-pass kernel of the stochastic subgradient baseline (Lacoste-Julien et al. (2013), Sec. 6,
+Pegasos step).
 
 Step k at block i: y* = argmax_y H_i(y; w), w_s = psi_i(y*) / lam and
 w <- (1 - gamma) w + gamma w_s with gamma = 1 / (k + 1), i.e. a subgradient

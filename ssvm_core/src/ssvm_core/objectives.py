@@ -1,11 +1,11 @@
 """Primal and dual objectives and the duality gap of the n-slack SSVM.
 
-With the dual point stored as w = A alpha and ell = b^T alpha (000 eq. 4):
+With the dual point stored as w = A alpha and ell = b^T alpha (Lacoste-Julien et al. (2013), eq. 4):
 
 - primal  P(w) = lam/2 ||w||^2 + (1/n) sum_i max_y H_i(y; w),
 - dual    D(alpha) = ell - lam/2 ||A alpha||^2 (see ``dual_objective`` with a box),
 - gap     P(w) - D(alpha) >= 0 for any w and alpha; it is the Frank-Wolfe
-  (Lagrange) gap sum_i g_i when w = A alpha (000 App. B.2).
+  (Lagrange) gap sum_i g_i when w = A alpha (Lacoste-Julien et al. (2013), App. B.2).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def dual_objective(state: SolverState, averaged: bool = False) -> float:
     """D(alpha) at the state's (or its averaged) dual point.
 
     D = ell - lam/2 ||w||^2 with w = v = A alpha; with box constraints
-    (001 App. H) w = clip(v, lower, upper) and
+    (Osokin et al. (2016), App. H) w = clip(v, lower, upper) and
     D = ell - lam <w, v> + lam/2 ||w||^2, which equals
     ell - lam/2 ||w||^2 - lam (beta_u^T u - beta_l^T l) for the multipliers
     beta_u = [v - u]_+ and beta_l = [l - v]_+.

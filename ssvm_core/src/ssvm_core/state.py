@@ -34,7 +34,7 @@ class SolverState:
     """Dual iterate of the n-slack SSVM dual, owned by the Python solver.
 
     The dual variables alpha enter only through w_i = A alpha_[i] and
-    ell_i = b^T alpha_[i] (000 Sec. 3); block ``i`` keeps its ``w_i`` in
+    ell_i = b^T alpha_[i] (Lacoste-Julien et al. (2013), Sec. 3); block ``i`` keeps its ``w_i`` in
     ``block_values[block_ptr[i]:block_ptr[i+1]]``, dense or on the features in
     ``block_support`` (empty when every block is dense).
 
@@ -48,9 +48,9 @@ class SolverState:
         Per-block feature supports (see ``MaxOracle.block_support``), or
         their flat layout; ``None`` stores every block densely.
     averaging : bool
-        Keep the weighted average of the iterates (000 Alg. 4).
+        Keep the weighted average of the iterates (Lacoste-Julien et al. (2013), Alg. 4).
     box : (lower, upper) or None
-        Box constraints lower <= w <= upper of the primal (001 App. H);
+        Box constraints lower <= w <= upper of the primal (Osokin et al. (2016), App. H);
         scalars broadcast, infinite bounds allowed.
     active_sets : bool
         Keep the dual variables explicitly, per block, over stored
@@ -89,7 +89,7 @@ class SolverState:
     exact_gaps : bool
         Whether ``certified_gaps`` and ``certified_gap`` belong to the
         current iterate: set by a gap pass, kept by ``shrink_duals``
-        (001 Prop. 1), cleared by any step, never trusted from a file.
+        (Osokin et al. (2016), Prop. 1), cleared by any step, never trusted from a file.
     n_steps : int
         Frank-Wolfe steps taken (iterate index k).
     avg_u, ell_avg : ndarray, float
@@ -105,7 +105,7 @@ class SolverState:
         its kind).
     cache_hits_local, cache_hits_global : int
         Steps that used a cached corner instead of the oracle, by which
-        threshold of 001 Alg. 5 was the larger one.
+        threshold of Osokin et al. (2016), Alg. 5 was the larger one.
     rng_state : dict or None
         State of the NumPy bit generator, for exact resumption.
     """
@@ -229,7 +229,7 @@ class SolverState:
         self.restart(lam)
 
     def shrink_duals(self, lam: float) -> float:
-        """Move to a smaller lambda keeping w: 001 Prop. 1's dual rescaling.
+        """Move to a smaller lambda keeping w: Osokin et al. (2016), Prop. 1's dual rescaling.
 
         With rho = lam / lam_old, every alpha_i(y) off the ground truth is
         multiplied by rho (the ground truth takes the remaining mass), so
@@ -247,7 +247,7 @@ class SolverState:
         Returns
         -------
         float
-            Delta at the old lambda (001 eq. 13).
+            Delta at the old lambda (Osokin et al. (2016), eq. 13).
         """
         lam = _check_lam(lam)
         rho = lam / self.lam
@@ -270,15 +270,15 @@ class SolverState:
         return delta
 
     def total_delta(self) -> float:
-        """Delta = sum_i delta_i = ell - lam <w, v> (001 eq. 13), in O(n + d)."""
+        """Delta = sum_i delta_i = ell - lam <w, v> (Osokin et al. (2016), eq. 13), in O(n + d)."""
         return float(np.sum(self.block_ell)) - self.lam * float(self.w @ self.v)
 
     def block_deltas(self) -> np.ndarray:
         """delta_i = ell_i - lam <w, v_i> of every block, shape (n_blocks,).
 
         delta_i is (1/n) sum_y alpha_i(y) H_i(y; w); the deltas sum to Delta of
-        001 eq. 13, and a rescaling by rho grows block i's gap by
-        (1 - rho) delta_i (001 Alg. 7).
+        Osokin et al. (2016), eq. 13, and a rescaling by rho grows block i's gap by
+        (1 - rho) delta_i (Osokin et al. (2016), Alg. 7).
         """
         inner = self.block_inner(self.w)
         return self.block_ell - self.lam * inner
@@ -349,7 +349,7 @@ class SolverState:
         """Set alpha_i = delta(labellings[i]) in every block (a FW step of size 1 each).
 
         v_i = psi_i(y) / (lam n) and ell_i = L_i(y) / n; e.g. the start of a
-        regularization path (001 Alg. 6).  One ``evaluate`` per block.
+        regularization path (Osokin et al. (2016), Alg. 6).  One ``evaluate`` per block.
         """
         oracle = as_oracle(oracle)
         self.check_compatible(oracle)

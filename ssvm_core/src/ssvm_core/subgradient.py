@@ -1,4 +1,7 @@
-"""Stochastic subgradient (SSG) baseline with Pegasos steps (000 Sec. 6)."""
+"""Stochastic subgradient (SSG) baseline with Pegasos steps.
+
+Lacoste-Julien et al. (2013), Sec. 6.
+"""
 
 from __future__ import annotations
 

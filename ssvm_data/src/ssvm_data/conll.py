@@ -3,7 +3,7 @@
 Sentences are read from the shared-task files (``word POS chunk`` per line,
 a blank line between sentences) and turned into sparse binary token x
 attribute matrices with the attribute templates of CRFsuite's chunking
-example (001 App. I.2 uses these attributes).
+example (Osokin et al. (2016), App. I.2 uses these attributes).
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def load_conll2000(
 
     With every attribute kept the full training set has 335,674 attributes
     (19 templates plus ``__BOS__`` and ``__EOS__``), against the 74,658 reported
-    by 001 (Table 1, whose preprocessing is not published); ``min_count=3``
+    by Osokin et al. (2016) (Table 1, whose preprocessing is not published); ``min_count=3``
     gives 75,289.
 
     Lookup order: `path`; then ``data_home/conll2000/``; then pooch's cache

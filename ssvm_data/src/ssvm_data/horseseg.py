@@ -1,8 +1,9 @@
-"""HorseSeg superpixel segmentation (Kolesnikov et al., ECCV 2014; 001 App. I.3).
+"""HorseSeg superpixel segmentation (Kolesnikov et al., ECCV 2014; Osokin et al. (2016), App. I.3).
 
 :func:`load_horseseg` reads the preprocessed ``horseSeg_*.mat`` files of the
 gapBCFW release (Osokin et al. 2016); :func:`ssvm_data.synthetic.horseseg_like`
-generates seeded data of the same shape (also importable from here).  Both return, per image, a :class:`SuperpixelImage`
+generates seeded data of the same shape (also importable from here).  Both return, per image, a
+:class:`SuperpixelImage`
 ``(unary, edges, pairwise)`` and a 0/1 labelling of the superpixels, the input
 format of ``ssvm_oracles.GraphCutModel``.
 """
@@ -21,7 +22,8 @@ from ssvm_data import _io
 
 __all__ = ["HORSESEG_SIZES", "SuperpixelImage", "horseseg_like", "load_horseseg"]  # noqa: F822
 
-#: Training images of each size of HorseSeg (001 Table 1); the test set has 241 images.
+#: Training images of each size of HorseSeg (Osokin et al. (2016), Table 1); the test set has 241
+# images.
 HORSESEG_SIZES = {"small": 147, "medium": 6121, "large": 25438}
 #: File name of each size in the gapBCFW release.
 HORSESEG_FILES = {size: f"horseSeg_{size}.mat" for size in HORSESEG_SIZES}

@@ -25,7 +25,8 @@ MIDPOINTS = ((8, 7, 0.5), (7, 6, 0.5), (9, 10, 0.5), (10, 11, 0.5),
 #: neck): head, arms through elbow midpoints, torso sides through two points each, legs.
 POSE_TREE_PARENTS = (23, 22, 19, 21, 24, 25, 15, 14, 12, 12, 16, 17, -1, 12,
                      8, 7, 9, 10, 8, 18, 9, 20, 2, 1, 3, 4)
-#: Nodes whose distance scales the loss of 001 App. I.4: left shoulder and right hip.
+#: Nodes whose distance scales the loss of Osokin et al. (2016), App. I.4: left shoulder and right
+# hip.
 SCALE_PARTS = (9, 2)
 
 
@@ -152,7 +153,7 @@ def cluster_arc_types(nodes: np.ndarray, n_types: int = 13, *,
                       parents=POSE_TREE_PARENTS,
                       random_state: int | np.random.Generator | None = 0,
                       max_iter: int = 300) -> tuple[np.ndarray, np.ndarray]:
-    """Types of the tree's arcs by K-means on their displacements (001 App. I.4).
+    """Types of the tree's arcs by K-means on their displacements (Osokin et al. (2016), App. I.4).
 
     For the k-th non-root node c, arc 2k is (c -> parent) with displacement
     ``nodes[:, c] - nodes[:, parent]`` and arc 2k + 1 the reverse; each arc's

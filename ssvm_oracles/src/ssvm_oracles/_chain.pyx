@@ -1,6 +1,6 @@
 """Chain (linear-chain CRF) max oracle: Viterbi decoding without the GIL.
 
-Joint feature map (001 App. I.1), for K states and F token features, with
+Joint feature map (Osokin et al. (2016), App. I.1), for K states and F token features, with
 phi = [emission (F x K) | transition (K x K) | bias (K) | start (K) | end (K)]:
 emission[f, k] sums x_t[f] over tokens labelled k, transition[a, b] counts
 a -> b, bias[k] counts tokens labelled k, start/end flag the first/last label.

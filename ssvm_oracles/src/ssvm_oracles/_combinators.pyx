@@ -237,7 +237,7 @@ cdef class ApproximateOracle(_Wrapper):
     would give, degraded as far as the guarantee allows.  ``nu = 1`` is exact.
 
     This bounds the loss-augmented score itself.  It is not the block-gap
-    guarantee of 000 App. C (which needs the dual variables), but solvers
+    guarantee of Lacoste-Julien et al. (2013), App. C (which needs the dual variables), but solvers
     accept it: an answer never falls below the ground truth's score 0.
 
     ``solve_many`` returns ``solve``'s answer first, then those of the inner

@@ -5,7 +5,7 @@ A pair has n_s source and n_t target nodes and a set of candidate edges
 stored as y[j] = k (the target matched to source j) or -1 (unmatched); each
 target is used at most once.  phi(x, y) = sum of f_e over the matched edges.
 
-Task loss (000 App. F, Taskar et al. 2006): asymmetric Hamming,
+Task loss (Lacoste-Julien et al. (2013), App. F, Taskar et al. 2006): asymmetric Hamming,
 L(y*, y) = (c_p #{edges in y, not in y*} + c_r #{edges in y*, not in y}) / Z
 with precision cost c_p (1 in the paper), recall cost c_r (3) and Z = n_s
 when normalised (else 1).

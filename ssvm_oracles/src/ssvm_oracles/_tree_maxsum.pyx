@@ -1,7 +1,8 @@
-"""Tree max-sum with generalized distance transforms: the pose model of 001 App. I.4.
+"""Tree max-sum with generalized distance transforms: the pose model of Osokin et al. (2016), App.
+I.4.
 
 A tree of P parts (nodes) with parent array ``parent`` (-1 at the root).  Each
-tree edge {c, parent(c)} gives two arcs (001 App. I.4 uses both orientations):
+tree edge {c, parent(c)} gives two arcs (Osokin et al. (2016), App. I.4 uses both orientations):
 for the k-th non-root node c (in increasing order of c) arc 2k is (c -> parent)
 and arc 2k + 1 is (parent -> c), A = 2 (P - 1) arcs in all.  A labelling holds
 a grid position l_p = (x_p, y_p) per part (x the column, y the row) and a type
@@ -16,7 +17,7 @@ d_a = l_src(a) - l_dst(a) - r_a^{t_a} the joint feature map is
     phi = [unary[p, l_p]  (P) | pairwise[a, t_a, l_src(a)]  (A) |
            -(d_x, d_x^2, d_y, d_y^2) of arc a in the block of type t_a  (A x T x 4)]
 
-so d = P + A + 4 A T (2,676 for 26 parts and 13 types, as in 001 Table 1).  The
+so d = P + A + 4 A T (2,676 for 26 parts and 13 types, as in Osokin et al. (2016), Table 1).  The
 deformation block is the paper's Delta with the sign flipped: the score of an
 arc is -(w_0 d_x + w_1 d_x^2 + w_2 d_y + w_3 d_y^2), concave in the displacement
 exactly when the quadratic weights w_1, w_3 are >= 0 -- the paper's positivity
@@ -34,7 +35,7 @@ bounds carry a margin far above rounding errors.  The best type pair per
 parent position is kept; the best l_c of that pair is recomputed on the way
 down (O(L) per edge) to recover the argmax.
 
-Task loss (001 App. I.4): L = (1/P) sum_p min(1, |l_{i,p} - l_p|^2 / rho_i^2)
+Task loss (Osokin et al. (2016), App. I.4): L = (1/P) sum_p min(1, |l_{i,p} - l_p|^2 / rho_i^2)
 ("truncated"; the paper prints max, which would not vanish at the truth) or
 the PDJ-style 0/1 count (1/P) #{p : |l_{i,p} - l_p| > rho_i} ("pdj").  It
 decomposes over parts, so loss augmentation only adds to the unary scores.

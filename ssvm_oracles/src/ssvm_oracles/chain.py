@@ -18,7 +18,7 @@ class ChainModel(StructuredModel):
     """Linear-chain model with emission, transition, bias, start and end features.
 
     phi(x, y) = [emission (F x K) | transition (K x K) | bias | start | end]
-    (001 App. I.1-I.2; for OCR, K = 26, F = 128 and d = 4,082), with the
+    (Osokin et al. (2016), App. I.1-I.2; for OCR, K = 26, F = 128 and d = 4,082), with the
     normalised Hamming loss.  Emission entry ``f * K + k`` sums feature f
     over the tokens labelled k.  ``bind`` returns a Cython ``ChainOracle``
     that runs without the GIL.

@@ -1,4 +1,4 @@
-"""Binary superpixel segmentation (HorseSeg, 001 App. I.3): graph-cut max oracle.
+"""Binary superpixel segmentation (HorseSeg, Osokin et al. (2016), App. I.3): graph-cut max oracle.
 
 The default max oracle is :class:`GraphCutOracle` (``ssvm_oracles._graphcut``),
 a Cython oracle that runs without the GIL: potentials from CSR unary features,
@@ -123,8 +123,9 @@ def balanced_weights(y_true: np.ndarray) -> np.ndarray:
 
 def _nonsubmodular_message(k: int, value: float) -> str:
     return (f"pairwise weight w_P[{k}] = {value:.6g} is negative: the graph-cut "
-            "oracle is exact only for w_P >= 0 (001 App. I.3). Train with the box "
-            "constraint of GraphCutModel.weight_bounds() (001 App. H)")
+            "oracle is exact only for w_P >= 0 (Osokin et al. (2016), App. I.3). "
+            "Train with the box "
+            "constraint of GraphCutModel.weight_bounds() (Osokin et al. (2016), App. H)")
 
 
 def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
@@ -227,7 +228,8 @@ class PyMaxflowOracle:
 
 
 class GraphCutModel(StructuredModel):
-    """Binary labelling of superpixel graphs with Potts pairwise terms (001 App. I.3).
+    """Binary labelling of superpixel graphs with Potts pairwise terms (Osokin et al. (2016), App.
+    I.3).
 
     An input is a triple ``x = (unary, edges, pairwise)``: ``unary`` (n_nodes,
     n_unary) node features, ``edges`` (n_edges, 2) integer endpoints of the

@@ -1,4 +1,7 @@
-"""Bipartite matching model (word alignment, Taskar et al. 2006; 000 Sec. 6, App. F)."""
+"""Bipartite matching model for word alignment.
+
+Taskar et al. (2006); Lacoste-Julien et al. (2013), Sec. 6 and App. F.
+"""
 
 from __future__ import annotations
 
@@ -90,7 +93,8 @@ class MatchingModel(StructuredModel):
     ``MatchingInput``).  A labelling is a matching stored as an int array of
     length ``n_s``: ``y[j]`` is the target matched to source ``j`` or -1;
     nodes may stay unmatched.  ``phi(x, y)`` sums the features of the matched
-    edges.  Loss (000 App. F): ``(precision_cost * #predicted edges not true +
+    edges.  Loss (Lacoste-Julien et al. (2013), App. F): ``(precision_cost * #predicted edges not
+    true +
     recall_cost * #true edges missed) / n_s`` (no division when
     ``normalize=False``).  ``bind`` returns a Cython ``MatchingOracle``
     (maximum-weight matching by the Hungarian method, without the GIL).

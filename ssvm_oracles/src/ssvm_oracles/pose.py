@@ -1,4 +1,4 @@
-"""Pose estimation on a tree of parts (001 App. I.4, after Chen & Yuille 2014)."""
+"""Pose estimation on a tree of parts (Osokin et al. (2016), App. I.4, after Chen & Yuille 2014)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,9 @@ class PoseModel(StructuredModel):
     - ``pairwise`` (A, T, H, W): phi^P_a(l, t), the type score of arc a at the
       position of its source part;
     - ``offsets`` (A, T, 2): the mean displacement (r_x, r_y) of each arc type
-      (001 puts these in x; they come from clustering the training poses).
+      (Osokin et al. (2016) puts these in x; they come from clustering the training poses).
 
-    The score (001 App. I.4) is
+    The score (Osokin et al. (2016), App. I.4) is
     ``sum_p w_U[p] unary[p, l_p] + sum_a w_T[a] pairwise[a, t_a, l_src(a)]
     - sum_a <w_P[a, t_a], (d_x, d_x^2, d_y, d_y^2)>`` with
     ``d = l_src(a) - l_dst(a) - offsets[a, t_a]``: w = [w_U (P) | w_T (A) |
@@ -46,7 +46,8 @@ class PoseModel(StructuredModel):
     transforms; the oracle raises ``ValueError`` on a negative quadratic weight.
 
     Task loss: ``(1/P) sum_p min(1, |l_true,p - l_p|^2 / rho^2)``
-    (``loss="truncated"``, 001 App. I.4) or ``(1/P) #{p : |l_true,p - l_p| > rho}``
+    (``loss="truncated"``, Osokin et al. (2016), App. I.4) or ``(1/P) #{p : |l_true,p - l_p| >
+    rho}``
     (``loss="pdj"``), with ``rho = loss_scale * |l_true,a - l_true,b|`` for
     ``(a, b) = scale_parts`` (in the paper the left shoulder and the right hip).
 

@@ -1,4 +1,4 @@
-"""Initialisation of the regularization path (001 Sec. 4 and Alg. 6)."""
+"""Initialisation of the regularization path (Osokin et al. (2016), Sec. 4 and Alg. 6)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ class InitialPoint:
 
 
 def check_ground_truth(problem: Problem, Y, max_blocks: int = 20) -> None:
-    """Check L_i(y_i) = 0 and psi_i(y_i) = 0 (001 Prop. 1) on up to ``max_blocks`` blocks.
+    """Check L_i(y_i) = 0 and psi_i(y_i) = 0 (Osokin et al. (2016), Prop. 1) on up to
+    ``max_blocks`` blocks.
 
     Needs the ground truths ``Y`` (a model was given); a bare oracle is trusted.
     """
@@ -49,7 +50,7 @@ def check_ground_truth(problem: Problem, Y, max_blocks: int = 20) -> None:
         if loss != 0 or np.any(psi != 0):
             raise ValueError(f"block {i}: the ground truth has loss L_i(y_i) = {loss} and "
                              f"|psi_i(y_i)| = {np.abs(psi).max():g}; the regularization path "
-                             "(001 Prop. 1) needs both to be 0")
+                             "(Osokin et al. (2016), Prop. 1) needs both to be 0")
 
 
 def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
@@ -60,7 +61,7 @@ def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
     psi~ = mean_i psi_i(y~_i).  With alpha_i(y~_i) = 1 at lambda, v = psi~ / lambda
     and w = clip(v) = u / lambda with u = clip(psi~) (u = psi~ without a box), and
     since L_i(y~_i) = max_y L_i(y) the duality gap is at most
-    (<u, psi~> + mean_i theta_i) / lambda with theta_i = max_y -<u, psi_i(y)> (001
+    (<u, psi~> + mean_i theta_i) / lambda with theta_i = max_y -<u, psi_i(y)> (Osokin et al. (2016)
     eq. 11; with a box the dual is D = ell - lam <w, v> + lam/2 ||w||^2).  It is a
     convex function of 1 / lambda that vanishes at 0, so it is <= kappa eps for
     every lambda >= lambda_inf.  theta_i is a loss-free decoding at u: with a model,

@@ -13,7 +13,7 @@ from ssvm_core import solve
 from ssvm_paths._common import check_eps_kappa, resolve_problem, solver_options
 
 WARM_STARTS = ("cold", "keep-duals", "keep-primal")
-DEFAULT_GRID = 2.0 ** np.arange(15, -16, -1)     # 2^15, ..., 2^-15 (001 Sec. 5.2)
+DEFAULT_GRID = 2.0 ** np.arange(15, -16, -1)     # 2^15, ..., 2^-15 (Osokin et al. (2016), Sec. 5.2)
 
 
 @dataclass
@@ -74,14 +74,14 @@ def grid_search(model_or_oracle, X=None, Y=None, lams: Sequence[float] | None = 
     model_or_oracle, X, Y :
         As for ``regularization_path``.
     lams : sequence of float, optional
-        The grid (default 2^15, 2^14, ..., 2^-15 as in 001 Sec. 5.2).  Warm
+        The grid (default 2^15, 2^14, ..., 2^-15 as in Osokin et al. (2016), Sec. 5.2).  Warm
         starts need it strictly decreasing.
     warm_start : {"cold", "keep-duals", "keep-primal"}
         ``"cold"``: a fresh state (alpha on the ground truth, w = 0) per lambda;
         ``"keep-duals"``: keep alpha and rescale w = A alpha to the new lambda
         (``SolverState.rescale``, what ``solve(state=...)`` does);
         ``"keep-primal"``: keep w and rescale alpha off the ground truth by
-        lambda_new / lambda_old (001 Prop. 1, ``SolverState.shrink_duals``).
+        lambda_new / lambda_old (Osokin et al. (2016), Prop. 1, ``SolverState.shrink_duals``).
     eps, kappa : float
         The tolerance is kappa eps unless ``tol`` is given (the eps-path's
         breakpoint tolerance, for a like-for-like comparison).

@@ -1,4 +1,7 @@
-"""The epsilon-approximate regularization path of the SSVM (001 Sec. 4, Alg. 6-7, App. K)."""
+"""The epsilon-approximate regularization path of the SSVM.
+
+Osokin et al. (2016), Sec. 4, Alg. 6-7 and App. K.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
                         n_jobs: int | None = None,
                         callback: Callable[[dict], None] | None = None,
                         **solver_kwargs) -> RegularizationPath:
-    """An epsilon-approximate regularization path (001 Alg. 7 with the init of Alg. 6).
+    """An epsilon-approximate regularization path (Osokin et al. (2016), Alg. 7 with the init of
+    Alg. 6).
 
     The result gives, for every lambda >= its lower end, a w with
     P_lambda(w) - min P_lambda <= eps: ``(lambda_1 / lambda) w_1`` above the
@@ -42,18 +46,19 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
     kappa : float in (0, 1), optional
         Each breakpoint is optimised to a gap <= kappa eps (exact gap; default
         0.9), or, for the heuristic path, until the block gap estimates sum to
-        <= kappa eps (default 0.7, 001 App. K).  Smaller kappa means more work
+        <= kappa eps (default 0.7, Osokin et al. (2016), App. K).  Smaller kappa means more work
         per breakpoint and longer steps in lambda.
     lam_min : float
         Stop once the next breakpoint would be <= lam_min (the last piece then
         reaches it); default 2^-15, the end of 001's grid.  Small lambdas are
-        slow (the dual's curvature grows as 1 / lambda).  The path also stops when rho <= 0 (001 eq. 13): its last
+        slow (the dual's curvature grows as 1 / lambda).  The path also stops when rho <= 0 (Osokin
+        et al. (2016), eq. 13): its last
         w is then eps-approximate for every smaller lambda.
     max_breakpoints : int
         Stop after this many breakpoints (the last piece still reaches the next
         breakpoint's lambda).
     heuristic : bool
-        The heuristic path of 001 App. K: each breakpoint's solver stops on the
+        The heuristic path of Osokin et al. (2016), App. K: each breakpoint's solver stops on the
         stale gap estimates (their sum <= kappa eps, with exact gap passes every
         ``gap_check_every`` passes as for gap sampling) and the next lambda is
         chosen with that sum in place of the exact gap.  No guarantee.
@@ -86,7 +91,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
 
     Notes
     -----
-    Prop. 1 of 001 requires ``L_i(y_i) = 0`` (with psi_i(y_i) = 0 by
+    Prop. 1 of Osokin et al. (2016) requires ``L_i(y_i) = 0`` (with psi_i(y_i) = 0 by
     definition), which every ssvm oracle guarantees and
     ``ssvm_core.testing.check_oracle`` checks; the solver's bookkeeping gives
     the ground truth loss 0.  Given a model, the path checks it on up to 20
@@ -95,7 +100,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
     g_old + (1 - rho) Delta, and the initial point's exact gap must be
     <= kappa eps (``RuntimeError`` otherwise: an inexact oracle or a bug).
 
-    Each breakpoint costs one exact gap pass more than in 001: ``ssvm_core.solve``
+    Each breakpoint costs one exact gap pass more than in Osokin et al. (2016): ``ssvm_core.solve``
     checks the gap when it starts, where the paper updates the block gaps by
     eq. 12 without oracle calls.  Cumulative ``effective_passes`` count every
     oracle call (the initial decodings included) and ``times`` are wall-clock
@@ -132,7 +137,8 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
                   callback=lambda record: True, **options)
     if first.status != "converged":
         raise RuntimeError(f"the initial point's exact gap {first.gap:.6g} exceeds kappa eps = "
-                           f"{tol:.6g} (001 eq. 11): is the oracle or model.predict inexact?")
+                           f"{tol:.6g} (Osokin et al. (2016), eq. 11): is the oracle or "
+                           "model.predict inexact?")
     exact_gap = first.gap
     rows = []
     status = "complete"

@@ -1,4 +1,4 @@
-"""Cumulative cost along lambda (001 Fig. 4 / App. K), with matplotlib."""
+"""Cumulative cost along lambda (Osokin et al. (2016), Fig. 4 / App. K), with matplotlib."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ _SCALARS = ("lam_end", "eps", "kappa", "heuristic", "status", "theta_exact")
 
 
 class RegularizationPath:
-    """A piecewise epsilon-approximate regularization path (001 Sec. 4).
+    """A piecewise epsilon-approximate regularization path (Osokin et al. (2016), Sec. 4).
 
     Attributes
     ----------
@@ -32,7 +32,7 @@ class RegularizationPath:
     gap_estimates : ndarray (J,)
         Sum of the block gap estimates at lambda_j (exact after a gap pass).
     deltas : ndarray (J,)
-        Delta_j = sum_i delta_i at lambda_j (001 eq. 13): the gap of w_j grows
+        Delta_j = sum_i delta_i at lambda_j (Osokin et al. (2016), eq. 13): the gap of w_j grows
         by (1 - lambda / lambda_j) Delta_j as lambda decreases.
     effective_passes, times : ndarray (J,)
         Cumulative oracle calls / n and seconds to reach each breakpoint.
@@ -42,7 +42,7 @@ class RegularizationPath:
     eps, kappa : float
         Target suboptimality and the optimisation factor of the breakpoints.
     heuristic : bool
-        Whether breakpoints stopped on stale gap estimates (001 App. K).
+        Whether breakpoints stopped on stale gap estimates (Osokin et al. (2016), App. K).
     status : str
         ``"complete"``, ``"lam_min"``, ``"max_breakpoints"`` or the solver
         status that ended the path (e.g. ``"max_passes"``).
@@ -130,7 +130,7 @@ class RegularizationPath:
     def w_at(self, lam: float) -> np.ndarray:
         """The path's weights at ``lam``.
 
-        ``(lambda_1 / lam) w_1`` for lam > lambda_1 (001 Sec. 4: Alg. 6's dual
+        ``(lambda_1 / lam) w_1`` for lam > lambda_1 (Osokin et al. (2016), Sec. 4: Alg. 6's dual
         point is kept, so w scales as 1 / lam; its gap is at most
         ``(lambda_1 / lam) gaps_1``, being convex in 1 / lam and 0 at 1 / lam = 0),
         and ``w_j`` on [lambda_{j+1}, lambda_j].
@@ -194,7 +194,8 @@ class RegularizationPath:
         return cls(**arrays, **{name: meta[name] for name in _SCALARS}, model=model)
 
     def plot(self, out=None, label: str | None = None):
-        """Cumulative time and effective passes along lambda (001 Fig. 4 / App. K).
+        """Cumulative time and effective passes along lambda (Osokin et al. (2016), Fig. 4 / App.
+        K).
 
         See ``ssvm_paths.plot_costs``; returns the matplotlib figure.
         """

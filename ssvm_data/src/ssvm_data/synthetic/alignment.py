@@ -38,7 +38,7 @@ def matching(
     distortion -4, the rest N(0, 2^2), a score std of 2), and the true
     alignment is the maximum-weight matching of ``<w*, f_e>`` plus N(0, 0.5^2)
     noise, keeping only edges with a positive score; so words can stay
-    unaligned and w* is learnable.  Taskar et al. (2006) (000 Sec. 6) have
+    unaligned and w* is learnable.  Taskar et al. (2006) (Lacoste-Julien et al. (2013), Sec. 6) have
     5,000 training pairs, d = 82 and sentences of 10 to 30 words: the
     defaults, except `n`.
 

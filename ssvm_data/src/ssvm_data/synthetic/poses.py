@@ -28,7 +28,8 @@ def lsp_like(
     n_types: int = 13,
     random_state: RandomState = None,
 ) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], list[np.ndarray]]:
-    """Generate poses of the 26-node LSP tree with noisy score maps, shaped like 001 App. I.4.
+    """Generate poses of the 26-node LSP tree with noisy score maps, shaped like Osokin et al.
+    (2016), App. I.4.
 
     The tree is :data:`ssvm_data.lsp.POSE_TREE_PARENTS` (14 LSP joints and 12
     midpoints, root at the neck); each edge gives two arcs, (child -> parent) =
@@ -54,7 +55,7 @@ def lsp_like(
     grid : (int, int), default=(16, 16)
         Grid shape (H, W), each at least 4.
     n_types : int, default=13
-        Types per arc (13 in 001 App. I.4).
+        Types per arc (13 in Osokin et al. (2016), App. I.4).
     random_state : None, int or numpy.random.Generator, optional
         Seed for the poses and maps.
 

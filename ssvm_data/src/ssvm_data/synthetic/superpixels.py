@@ -44,7 +44,7 @@ def horseseg_like(
     pairwise terms matter; the histogram is scaled to unit Euclidean norm.
     Pairwise features: a constant 1, then exp(-eta d_g) for chi^2 distances d_g
     between the two nodes' (sum-to-one) histograms on 9 groups of bins and eta
-    in 2^-5 ... 2^5 (11 values for the default 100 features, as in 001
+    in 2^-5 ... 2^5 (11 values for the default 100 features, as in Osokin et al. (2016)
     App. I.3), all in (0, 1].
 
     Parameters
