@@ -2,9 +2,8 @@
 
 - ``CITATIONS``: the papers, cited author-year (``|Osokin2016|`` in any page, see conf.py's
   ``rst_epilog``) with a link to their entry on the references page.
-- Docstrings still cite papers by the numbers of the project's private paper files ("001
-  Alg. 2"); when they are rendered, those numbers become author-year citations, so no page
-  of the site shows them.
+- Docstrings cite papers author-year in plain text ("Osokin et al. (2016), Alg. 2");
+  when they are rendered, each citation becomes a link to the references page.
 - The API pages must list every public name (``__all__``) of the four packages: a name
   missing from ``docs/api/<package>.rst`` is a build warning (an error under ``-W``).
 - ``ExampleOrder``: the order of the gallery's examples within a section.
@@ -35,16 +34,9 @@ CITATIONS = {
     "Wang2016": Citation("Wang et al. (2016)", "ref-wang-2016"),
 }
 
-# The project's paper files 000-004 (002 is a second extraction of the 2013 paper).
-PAPER_FILES = {
-    "000": "LacosteJulien2013",
-    "001": "Osokin2016",
-    "002": "LacosteJulien2013",
-    "003": "Huang2017",
-    "004": "Branson2013",
-}
-# "001" standing alone: not part of a longer number ("6,000", "0.001", "x_000").
-_PAPER_NUMBER = re.compile(r"(?<![\w.,])(00[0-4])(?![\w,])")
+# A plain-text author-year citation, as docstrings write them.
+_CITED = re.compile("|".join(re.escape(c.short) for c in CITATIONS.values()))
+_BY_SHORT = {c.short: c for c in CITATIONS.values()}
 
 # Public names that are modules or metadata, not API entries.
 _NOT_API = {"__version__", "synthetic"}
@@ -52,22 +44,19 @@ API_PACKAGES = ("ssvm_core", "ssvm_oracles", "ssvm_data", "ssvm_paths")
 
 
 def cite_papers(text: str) -> str:
-    """Replace the paper-file numbers in ``text`` by author-year citation links."""
+    """Turn the plain-text author-year citations in ``text`` into links."""
     def replace(match: re.Match) -> str:
-        cite = CITATIONS[PAPER_FILES[match.group(1)]]
+        cite = _BY_SHORT[match.group(0)]
         return f":ref:`{cite.short} <{cite.label}>`"
-    return _PAPER_NUMBER.sub(replace, text)
+    return _CITED.sub(replace, text)
 
 
 def _process_docstring(app, what, name, obj, options, lines: list[str]) -> None:
-    # Inside ``literals`` a role would show verbatim: cite in plain text there.
+    # Inside ``literals`` a role would show verbatim: leave those as they are.
     for k, line in enumerate(lines):
         parts = line.split("``")
         for j in range(0, len(parts), 2):
             parts[j] = cite_papers(parts[j])
-        for j in range(1, len(parts), 2):
-            parts[j] = _PAPER_NUMBER.sub(
-                lambda m: CITATIONS[PAPER_FILES[m.group(1)]].short, parts[j])
         lines[k] = "``".join(parts)
 
 
