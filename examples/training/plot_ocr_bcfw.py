@@ -61,8 +61,9 @@ print(f"train accuracy {svm.score(X, Y):.3f}, test accuracy {svm.score(X_test, Y
 # --------------------
 # Every pass appends a record to ``svm.history_``. On gap checks it holds the
 # exact primal and gap of the current iterate (``primal``, ``gap``) and, since
-# ``averaging=True`` by default, of the weighted average that ``fit`` returns
-# (``primal_avg``, ``dual_avg``, ``gap_avg``). ``dual`` is D(alpha), known at
+# ``averaging="best"`` by default, of the weighted average (``primal_avg``,
+# ``dual_avg``, ``gap_avg``); ``iterate`` says which of the two ``fit`` returns.
+# ``dual`` is D(alpha), known at
 # every pass; ``effective_passes`` counts oracle calls / n, gap checks included.
 checks = [r for r in svm.history_ if r["gap"] is not None]
 passes = [r["effective_passes"] for r in checks]

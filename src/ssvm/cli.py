@@ -133,7 +133,7 @@ def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
-                           averaging=args.averaging, max_passes=args.max_passes,
+                           averaging=args.averaging != "plain", max_passes=args.max_passes,
                            max_oracle_calls=args.max_oracle_calls,
                            time_budget=args.time_budget, eval_every=args.gap_check_every,
                            random_state=args.seed, callback=progress, n_jobs=args.n_jobs)

@@ -56,7 +56,8 @@ def assert_history_consistent(history, n_blocks, averaging, rtol=1e-12):
     """Identities every history must satisfy (see ``solve``'s notes)."""
     keys = {"pass", "effective_passes", "oracle_calls", "n_steps", "time", "dual",
             "gap_estimate", "primal", "gap", "replaced_answers", "fw_steps", "away_steps",
-            "pairwise_steps", "corrective_steps", "drop_steps", "cache_hits_local", "cache_hits_global"}
+            "pairwise_steps", "corrective_steps", "drop_steps", "cache_hits_local",
+            "cache_hits_global", "iterate"}
     if averaging:
         keys |= {"primal_avg", "dual_avg", "gap_avg"}
     prev = None
@@ -97,12 +98,15 @@ def test_converged_status_and_certificate():
     result = solve(oracle, 0.1, tol=1e-3, max_passes=500, random_state=0)
     assert result.status == "converged"
     assert 0 <= result.gap <= 1e-3
-    assert result.history[-1]["gap_avg"] == result.gap
-    # The returned gap is the gap of the returned (averaged) iterate.
+    key = "gap_avg" if result.iterate == "average" else "gap"      # the iterate returned
+    assert result.history[-1][key] == result.gap
+    # The returned gap is the gap of the returned iterate (the better certified one).
+    averaged = result.iterate == "average"
     P = primal_objective(oracle, 0.1, result.w)
-    D = dual_objective(result.state, averaged=True)
+    D = dual_objective(result.state, averaged=averaged)
     assert result.gap == pytest.approx(P - D, rel=1e-10, abs=1e-14)
-    np.testing.assert_array_equal(result.w, result.state.averaged_w())
+    expected = result.state.averaged_w() if averaged else result.state.w
+    np.testing.assert_array_equal(result.w, expected)
 
 
 def test_already_converged_start_makes_no_pass():

@@ -364,7 +364,7 @@ def test_averaged_w_is_the_k_weighted_average_of_the_iterates():
 
     n, passes = inner.n_blocks, 4
     result = solve(Recorder(), 0.05, max_passes=passes, tol=0, gap_check_every=1000,
-                   random_state=1)
+                   random_state=1, averaging="average")
     st = result.state
     K = st.n_steps
     assert K == passes * n

@@ -105,6 +105,8 @@ class Option:
         that default to True as ``--no-name``).
     path : bool
         Whether ``ssvm_paths`` passes it on to the solver at every breakpoint.
+    aliases : tuple of (value, canonical value) pairs
+        Older spellings accepted and replaced by ``validate``.
     """
 
     name: str
@@ -114,9 +116,11 @@ class Option:
     doc: str
     cli: bool = True
     path: bool = True
+    aliases: tuple = ()
 
 
 SAMPLINGS = ("uniform", "perm", "gap")
+AVERAGINGS = ("best", "average", "plain")
 STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
 
 OPTIONS: tuple[Option, ...] = (
@@ -174,9 +178,16 @@ OPTIONS: tuple[Option, ...] = (
         scalars broadcast, infinite bounds allowed), for every variant.  The
         solver keeps v = A alpha and w = clip(v, lower, upper); gaps and
         duals are those of the constrained problem.""", cli=False, path=False),
-    Option("averaging", True, Boolean(), "bool", """
-        Weighted averaging of the iterates; the averaged iterate is returned
-        and certified.""", path=False),
+    Option("averaging", "best", Choice(AVERAGINGS), '{"best", "average", "plain"} or bool', """
+        Which iterate is returned and certified.  "average" keeps the
+        weighted average of the iterates (Lacoste-Julien et al. 2013, Alg. 4)
+        and returns it; "plain" keeps no average and returns the last
+        iterate; "best" keeps the average and, at each gap check, certifies
+        both iterates and returns the one with the smaller exact gap (the
+        average converges sublinearly even where the pairwise or away
+        iterate converges linearly); the history's ``iterate`` says which.
+        True means "average" and False "plain".""", path=False,
+        aliases=((True, "average"), (False, "plain"))),
     Option("tol", 1e-3, Number(0.0), "float", """
         Stop when the exact gap of the returned iterate is <= tol.""", path=False),
     Option("max_passes", 100, Number(1, integer=True), "int", """
@@ -257,6 +268,9 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
         raise TypeError(f"unknown solver option(s) {unknown}; valid: {list(NAMES)}")
     full = {**DEFAULTS, **options}
     for opt in OPTIONS:
+        for alias, canonical in opt.aliases:
+            if full[opt.name] is alias:
+                full[opt.name] = canonical
         opt.constraint.check(opt.name, full[opt.name])
     if full["n_jobs"] == 0:
         raise ValueError("n_jobs must be a nonzero integer or None, got 0")

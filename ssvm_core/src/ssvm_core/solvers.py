@@ -34,7 +34,10 @@ class SolveResult:
     Attributes
     ----------
     w : ndarray
-        The returned iterate: the weighted average when averaging is on.
+        The returned iterate: the last one, the weighted average, or (with
+        ``averaging="best"``) whichever had the smaller exact gap at the final
+        gap check (``iterate`` says which; the average when the run ended
+        without a check, e.g. interrupted).
     gap : float
         Exact duality gap P(w) - D of ``w`` (NaN if interrupted before a check).
     state : SolverState
@@ -45,6 +48,8 @@ class SolveResult:
         Why the solver stopped: ``"converged"``, ``"max_passes"``,
         ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"`` or
         ``"interrupted"``.
+    iterate : {"plain", "average"}
+        Which iterate ``w`` is.
     certified : bool
         Whether ``gap`` certifies P(w) - min P <= gap: False when the oracle
         is approximate (``oracle.exact`` is False), whose gap passes may
@@ -57,13 +62,15 @@ class SolveResult:
     history: list[dict] = field(default_factory=list)
     status: str = ""
     certified: bool = True
+    iterate: str = "average"
 
 
 @with_options_doc
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           sampling: str = "uniform", step: str = "fw", cache: bool = False,
           cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
-          n_samples: int = 1, psi_float32: bool = False, box=None, averaging: bool = True,
+          n_samples: int = 1, psi_float32: bool = False, box=None,
+          averaging: str | bool = "best",
           tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
@@ -102,13 +109,14 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     ``gap_estimate``
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
-    ``gap_avg``; missing values are None.  Ctrl-C (SIGINT) stops after the
+    ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
+    certified from this check on); missing values are None.  Ctrl-C (SIGINT) stops after the
     current pass and returns the model; a second Ctrl-C raises
     ``KeyboardInterrupt``.
     """
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
-    validate(dict(batch=batch, line_search=line_search, sampling=sampling, step=step,
+    options = validate(dict(batch=batch, line_search=line_search, sampling=sampling, step=step,
                   cache=cache, cache_size=cache_size, cache_factor=cache_factor,
                   cache_nu=cache_nu, n_samples=n_samples, psi_float32=psi_float32, box=box,
                   averaging=averaging, tol=tol, max_passes=max_passes,
@@ -116,6 +124,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                   gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
                   random_state=random_state, callback=callback, n_jobs=n_jobs,
                   verbose=verbose, batch_blocks=batch_blocks, executor=executor))
+    mode = options["averaging"]
+    averaging = mode != "plain"              # keep the weighted average
     n_jobs = effective_n_jobs(n_jobs)
     pool = resolve_executor(executor, n_jobs)
     rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
@@ -128,7 +138,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    run = _Run(oracle, state, averaging, callback, n_jobs, verbose,
+    run = _Run(oracle, state, mode, callback, n_jobs, verbose,
                None if isinstance(pool, SerialExecutor) else pool)
     start = (state.passes, state.oracle_calls, state.elapsed)
     replaced_before = state.replaced_answers
@@ -191,18 +201,24 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     if status == "interrupted":
         warnings.warn("solver interrupted; the model is kept and can be resumed "
                       "from its state", RuntimeWarning, stacklevel=2)
-    w = state.averaged_w() if averaging else state.w.copy()
+    if not run.gap_is_current:           # no check at the end: nothing to choose by
+        run.iterate = "average" if averaging else "plain"
+    w = state.averaged_w() if run.iterate == "average" else state.w.copy()
     return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
                        state=state, history=run.history, status=status,
-                       certified=bool(oracle.exact))
+                       certified=bool(oracle.exact), iterate=run.iterate)
 
 
 class _Run:
     """Counters, gap checks and history of one call to ``solve``."""
 
-    def __init__(self, oracle, state, averaging, callback, n_jobs, verbose, pool):
+    def __init__(self, oracle, state, mode, callback, n_jobs, verbose, pool):
         self.oracle, self.state, self.pool = oracle, state, pool
-        self.averaging, self.callback, self.verbose = averaging, callback, verbose
+        self.mode, self.averaging = mode, mode != "plain"
+        self.callback, self.verbose = callback, verbose
+        # the iterate returned and certified: the last checked one ("best"
+        # starts from the average, as an unchecked run returns it)
+        self.iterate = "plain" if mode == "plain" else "average"
         self.n_jobs = n_jobs
         self.history: list[dict] = []
         self.gap = math.inf
@@ -264,8 +280,13 @@ class _Run:
                 self._add_calls(n)
                 primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + float(np.sum(scores)) / n
             dual_avg = dual_objective(st, averaged=True)
-            gap = primal_avg - dual_avg
-            self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap)
+            gap_avg = primal_avg - dual_avg
+            self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap_avg)
+            if self.mode == "best" and gap < gap_avg:
+                self.iterate = "plain"
+            else:
+                self.iterate, gap = "average", gap_avg
+        self._pending["iterate"] = self.iterate
         self.gap, self.gap_is_current = gap, True
 
     def record(self) -> bool:
@@ -284,7 +305,7 @@ class _Run:
                "cache_hits_global": st.cache_hits_global,
                "dual": dual_objective(st),
                "gap_estimate": None if np.isnan(estimates).any() else float(estimates.sum()),
-               "primal": None, "gap": None}
+               "primal": None, "gap": None, "iterate": None}
         if self.averaging:
             rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
         rec.update(self._pending)
@@ -398,7 +419,7 @@ class FrankWolfeSSVM(BaseSSVM):
     Attributes
     ----------
     w_ : ndarray
-        Learned weights (the averaged iterate when ``averaging``).
+        Learned weights (the iterate ``averaging`` selects).
     gap_ : float
         Its exact duality gap.
     lam_ : float
@@ -417,7 +438,7 @@ class FrankWolfeSSVM(BaseSSVM):
                  batch: bool = False, line_search: bool = True, sampling: str = "uniform",
                  step: str = "fw", cache: bool = False, cache_size: int = 50,
                  cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
-                 psi_float32: bool = False, box=None, averaging: bool = True,
+                 psi_float32: bool = False, box=None, averaging: str | bool = "best",
                  tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
