@@ -45,8 +45,7 @@ import time
 import numpy as np
 from _report import print_header, write_json
 
-from ssvm_core import SolverState, solve
-from ssvm_core import _fw
+from ssvm_core import SolverState, _fw, solve
 from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
 from ssvm_core.files import atomic_write
 from ssvm_core.minibatch import minibatch_pass
