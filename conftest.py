@@ -17,6 +17,6 @@ for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles", "ssvm_paths"):
 # Hypothesis profiles for every test folder: ``ci`` (default; derandomised, no
 # example database, no deadline), ``dev`` and ``fuzz``; choose one with
 # SSVM_HYPOTHESIS_PROFILE.  Solver-level properties lower their own examples.
-from ssvm_core.testing import register_hypothesis_profiles
+from ssvm_core.testing import register_hypothesis_profiles  # noqa: E402  (after the check)
 
 register_hypothesis_profiles()

@@ -161,8 +161,8 @@ def test_ocr_large_fast_profile(monkeypatch):
 def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     out = tmp_path / "ocr.json"
-    report = load_bench_script("bench_ocr").main(["--synthetic", "12", "--passes", "5", "--repeat", "2",
-                                  "--json", str(out)])
+    report = load_bench_script("bench_ocr").main(["--synthetic", "12", "--passes", "5",
+                                                  "--repeat", "2", "--json", str(out)])
     printed = capsys.readouterr().out
     assert printed.startswith("$ bench_ocr.py --synthetic 12")
     assert "nproc=" in printed and "CPU:" in printed

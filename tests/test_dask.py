@@ -10,6 +10,7 @@ from ssvm_core import BruteForceOracle, as_oracle, solve
 from ssvm_core._batch import AnswerOracle, solve_blocks
 from ssvm_core.executors import DaskExecutor, SerialExecutor
 from ssvm_data import horseseg_like, lsp_like
+from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
 from ssvm_data.synthetic import chain, matching, multiclass
 from ssvm_oracles import (
     ApproximateOracle,
@@ -23,7 +24,6 @@ from ssvm_oracles import (
     PoseModel,
     ProductOracle,
 )
-from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
 
 
 def _pair_feature(x, y):

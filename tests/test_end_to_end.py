@@ -49,7 +49,10 @@ def test_fitted_estimator_pickles():
 def test_resume_from_a_saved_state_with_a_cython_oracle(tmp_path):
     model, X, Y = planted_chains(2, n=12)
     oracle = model.bind(X, Y)
-    stop = lambda k: (lambda rec: rec["pass"] >= k)
+
+    def stop(k):
+        return lambda rec: rec["pass"] >= k
+
     once = solve(oracle, 0.01, tol=0, max_passes=1000, random_state=4, callback=stop(8))
     first = solve(oracle, 0.01, tol=0, max_passes=1000, random_state=4, callback=stop(5))
     first.state.save(tmp_path / "state.npz")

@@ -5,11 +5,9 @@ import pickle
 import numpy as np
 import pytest
 
-from ssvm_core import BruteForceOracle, FrankWolfeSSVM, SolverState, as_oracle, solve
-from ssvm_core import _fw
+from ssvm_core import BruteForceOracle, FrankWolfeSSVM, SolverState, _fw, as_oracle, solve
 from ssvm_core._batch import AnswerOracle, Answers, max_scores, solve_blocks
-from ssvm_core.executors import (Executor, SerialExecutor, ThreadExecutor,
-                                 resolve_executor)
+from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
 from ssvm_core.minibatch import minibatch_pass, round_blocks
 from ssvm_core.objectives import dual_objective
 from ssvm_core.testing import enumerate_problem, primal_by_enumeration

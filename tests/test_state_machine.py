@@ -74,7 +74,10 @@ class DualStateMachine(RuleBasedStateMachine):
         callback = None
         if stop_at is not None:            # an interrupt between passes
             first = 0 if self.state is None else self.state.passes
-            callback = (lambda rec, k=first + stop_at: rec["pass"] >= k)
+
+            def callback(rec, k=first + stop_at):
+                return rec["pass"] >= k
+
         result = solve(self.oracle, self.lam, state=self.state, step=step, sampling=sampling,
                        cache=cache, n_samples=n_samples, batch=batch, averaging=averaging,
                        box=self.box, max_passes=passes, gap_check_every=2, tol=0.0,

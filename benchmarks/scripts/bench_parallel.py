@@ -45,8 +45,7 @@ import time
 import numpy as np
 from _report import print_header, write_json
 
-from ssvm_core import SolverState, solve
-from ssvm_core import _fw
+from ssvm_core import SolverState, _fw, solve
 from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
 from ssvm_core.files import atomic_write
 from ssvm_core.minibatch import minibatch_pass
@@ -140,7 +139,8 @@ def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState)
             minibatch_pass(oracle, state, meter, rng, tau)
         wall = time.perf_counter() - start
         rows.append({"pass_s": wall, "cpu_s": time.process_time() - cpu,
-                     "worker_cpu_s": _worker_cpu(executor) - worker_cpu, "answers_s": meter.seconds if meter else wall,
+                     "worker_cpu_s": _worker_cpu(executor) - worker_cpu,
+                     "answers_s": meter.seconds if meter else wall,
                      "steps_s": wall - meter.seconds if meter else 0.0,
                      "bytes": meter.bytes if meter else 0,
                      "rounds": meter.rounds if meter else oracle.n_blocks})

@@ -62,7 +62,7 @@ fig.subplots_adjust(wspace=0)
 for ind, axes_row in zip(selected, axes):
     y_pred_svm = svm.predict(X_test[ind])
     y_pred_chain = ssvm.predict([X_test[ind]])[0]
-    for i, (a, image, y_true, y_svm, y_chain) in enumerate(
+    for i, (a, image, y_true, y_svm, y_chain) in enumerate(  # noqa: B007  (used after the loop)
             zip(axes_row, X_test[ind], y_test[ind], y_pred_svm, y_pred_chain)):
         a.matshow(image.reshape(16, 8), cmap=plt.cm.Greys)
         a.text(0, 3, abc[y_true], color="#00AA00", size=25)

@@ -81,7 +81,10 @@ def test_duck_typed_model_of_the_old_spelling():
 def test_labelings_keyword_is_a_deprecated_alias():
     model = ToyMulticlassModel(3, 2)
     X, Y = np.eye(2)[[0, 1]], [[0], [2]]
-    only_two = lambda x: [np.array([0], np.int32), np.array([2], np.int32)]
+
+    def only_two(x):
+        return [np.array([0], np.int32), np.array([2], np.int32)]
+
     new = BruteForceOracle(model, list(X), Y, labellings=only_two)
     with pytest.warns(DeprecationWarning, match="labellings"):
         old = BruteForceOracle(model, list(X), Y, labelings=only_two)

@@ -313,7 +313,7 @@ def test_predict_and_score_before_fit_raise_not_fitted_error():
     assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
     model, X, Y = multiclass_data()
     for est in (FrankWolfeSSVM(model), SubgradientSSVM(model)):
-        for call in (lambda: est.predict(X), lambda: est.score(X, Y)):
+        for call in (lambda est=est: est.predict(X), lambda est=est: est.score(X, Y)):
             with pytest.raises(NotFittedError, match="not fitted yet; call fit first"):
                 call()
         assert not est.__sklearn_is_fitted__()
@@ -340,7 +340,10 @@ def test_C_is_an_alias_for_lam_over_n():
 
 def test_get_params_set_params_round_trip():
     model, _X, _Y = multiclass_data()
-    cb = lambda rec: None
+
+    def cb(rec):
+        return None
+
     est = FrankWolfeSSVM(model, lam=0.3, batch=True, line_search=False, sampling="perm",
                          averaging=False, tol=1e-5, max_passes=11, max_oracle_calls=99,
                          time_budget=3.0, gap_check_every=4, warm_start=True,
@@ -385,7 +388,10 @@ def test_fit_predict_score_and_fitted_attributes():
 
 def test_warm_start_continues_the_previous_fit():
     model, X, Y = multiclass_data(seed=2)
-    stop = lambda k: (lambda rec: rec["pass"] >= k)
+
+    def stop(k):
+        return lambda rec: rec["pass"] >= k
+
     est = FrankWolfeSSVM(model, lam=0.05, tol=0, max_passes=1000, warm_start=True,
                          random_state=3, callback=stop(3)).fit(X, Y)
     first_state = est.state_

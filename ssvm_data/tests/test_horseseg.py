@@ -86,7 +86,8 @@ def test_file_is_found_in_a_folder_and_in_the_data_home(tmp_path, monkeypatch):
     assert len(load_horseseg("medium", data_home=tmp_path)[2]) == 2
     monkeypatch.setenv("SSVM_DATA_HOME", str(tmp_path))
     assert len(load_horseseg("medium")[0]) == 3
-    with pytest.raises(FileNotFoundError, match=r"horseSeg_small.mat not found: put it in .*horseseg"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"horseSeg_small.mat not found: put it in .*horseseg"):
         load_horseseg("small")
     with pytest.raises(ValueError, match="unknown HorseSeg size 'huge'"):
         load_horseseg("huge")

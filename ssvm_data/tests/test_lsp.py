@@ -196,7 +196,7 @@ def test_lsp_like_shapes_and_reproducibility():
     X, Y = synthetic.lsp_like(3, grid=(10, 12), n_types=4, random_state=7)
     X2, Y2 = synthetic.lsp_like(3, grid=(10, 12), n_types=4,
                                 random_state=np.random.default_rng(7))
-    for (u, p, o), y, (u2, p2, o2), y2 in zip(X, Y, X2, Y2):
+    for (u, p, o), y, (u2, p2, _o2), y2 in zip(X, Y, X2, Y2):
         assert u.shape == (26, 10, 12) and p.shape == (50, 4, 10, 12) and o.shape == (50, 4, 2)
         assert u.dtype == p.dtype == o.dtype == np.float64
         assert y.shape == (102,) and y.dtype == np.int32

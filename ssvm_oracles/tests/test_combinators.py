@@ -182,7 +182,7 @@ def approximate_setting(draw):
 def test_approximate_oracle_meets_its_guarantee(data):
     part, nu, memory, rng = data
     approx = ApproximateOracle(part.oracle, nu, memory=memory)
-    for t in range(12):
+    for _t in range(12):
         w = rng.normal(size=approx.n_features) * rng.choice([0.1, 1.0, 3.0])
         for i in range(approx.n_blocks):
             labels, psi, _loss, score = approx.solve_py(i, w)
@@ -316,7 +316,7 @@ def _check_against(problem: EnumeratedProblem, i, w, answers, k, exact_k_best: b
     H = problem.scores(i, w)
     rows = [problem.index(i, labels) for labels, *_ in answers]
     assert len(set(rows)) == len(rows) and 1 <= len(rows) <= k
-    for (labels, psi, loss, score), r in zip(answers, rows):
+    for (_labels, psi, loss, score), r in zip(answers, rows):
         np.testing.assert_allclose(psi, problem.psi[i][r], atol=1e-10)
         assert loss == pytest.approx(problem.loss[i][r], abs=1e-10)
         assert score == pytest.approx(H[r], abs=1e-10)
@@ -363,7 +363,7 @@ def test_approximate_oracle_passes_solve_many_on(nu, memory):
     inner = PythonOracle(_KBest(part.brute))
     many = ApproximateOracle(inner, nu, memory=memory)
     twin = ApproximateOracle(inner, nu, memory=memory)      # same history, through solve
-    for t in range(8):
+    for _t in range(8):
         w = rng.normal(size=many.n_features) * rng.choice([0.1, 1.0, 3.0])
         for i in range(many.n_blocks):
             got = many.solve_many_py(i, w, 5)

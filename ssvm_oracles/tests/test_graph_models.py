@@ -132,7 +132,7 @@ def test_grid_models_equal_graph_models_on_grid_edges():
         problem = enumeration(model, X, [v.ravel() for v in Y])
         check_oracle(oracle, problem, Y=[v.ravel() for v in Y], check_labels=False)
         w = rng.normal(size=oracle.n_features)
-        for xi, pred, i in zip(X, model.predict(X, w), range(2)):
+        for xi, pred, _i in zip(X, model.predict(X, w), range(2)):
             assert pred.shape == xi.shape[:2]
             assert w @ model.joint_feature(xi, pred) == pytest.approx(
                 max(w @ model.joint_feature(xi, c) for c in model.enumerate_labellings(xi)))

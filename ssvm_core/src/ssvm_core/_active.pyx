@@ -138,15 +138,15 @@ cdef void _project_simplex(float64_t* x, intp_t K, float64_t* work) noexcept nog
     u_rho > (sum_{l<=rho} u_l - 1) / rho, x <- max(x - tau, 0).  ``work``
     holds K doubles.
     """
-    cdef intp_t j, l
+    cdef intp_t j, pos
     cdef float64_t u, csum = 0.0, tau = 0.0
     for j in range(K):                       # insertion sort, decreasing (K is small)
         u = x[j]
-        l = j
-        while l > 0 and work[l - 1] < u:
-            work[l] = work[l - 1]
-            l -= 1
-        work[l] = u
+        pos = j
+        while pos > 0 and work[pos - 1] < u:
+            work[pos] = work[pos - 1]
+            pos -= 1
+        work[pos] = u
     for j in range(K):
         csum += work[j]
         if work[j] - (csum - 1.0) / (j + 1) > 0.0:
@@ -168,7 +168,7 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     curvature, until the subproblem's FW gap is at rounding level (at most
     1000 iterations).
     """
-    cdef intp_t K = blk.n, k, l, q, it, dropped = 0
+    cdef intp_t K = blk.n, k, m, q, _it, dropped = 0
     cdef float64_t curv = lam * scale * scale, L = 0.0, row, gap, top, dot, gmax = 0.0
     cdef float64_t* mem = <float64_t*> malloc((K * K + 5 * K) * sizeof(float64_t))
     if mem == NULL:
@@ -180,33 +180,33 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     cdef float64_t* grad = x + K
     cdef float64_t* g = grad + K
     cdef float64_t* work = g + K
-    for l in range(K):
-        _atom_scatter(blk, l, 1.0, s)
-        for k in range(l, K):
+    for m in range(K):
+        _atom_scatter(blk, m, 1.0, s)
+        for k in range(m, K):
             dot = 0.0
             for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
                 dot += _psi_at(blk, q) * s[blk.psi_idx[q]]
-            G[k * K + l] = dot
-            G[l * K + k] = dot
-        _atom_clear(blk, l, s)
+            G[k * K + m] = dot
+            G[m * K + k] = dot
+        _atom_clear(blk, m, s)
     for k in range(K):
         a0[k] = blk.alpha[k]
         x[k] = blk.alpha[k]
         g[k] = blk.score[k] / n
         gmax = max(gmax, fabs(g[k]))
         row = 0.0
-        for l in range(K):
-            row += fabs(G[k * K + l])
+        for m in range(K):
+            row += fabs(G[k * K + m])
         L = max(L, curv * row)
     if L <= 0.0:
         L = 1e-300
-    for it in range(1000):
+    for _it in range(1000):
         top = -INFINITY
         gap = 0.0
         for k in range(K):
             row = 0.0
-            for l in range(K):
-                row += G[k * K + l] * (x[l] - a0[l])
+            for m in range(K):
+                row += G[k * K + m] * (x[m] - a0[m])
             grad[k] = g[k] - curv * row
             top = max(top, grad[k])
             gap -= x[k] * grad[k]

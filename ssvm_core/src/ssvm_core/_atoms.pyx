@@ -166,9 +166,15 @@ cdef class ActiveSets:
             return
         for i in range(self.n_blocks):
             blk = &self.blocks[i]
-            free(blk.alpha); free(blk.loss); free(blk.score); free(blk.last_used)
-            free(blk.lab_off); free(blk.labels); free(blk.psi_off)
-            free(blk.psi_idx); free(blk.psi_val)
+            free(blk.alpha)
+            free(blk.loss)
+            free(blk.score)
+            free(blk.last_used)
+            free(blk.lab_off)
+            free(blk.labels)
+            free(blk.psi_off)
+            free(blk.psi_idx)
+            free(blk.psi_val)
         free(self.blocks)
 
     cdef intp_t _find(self, intp_t i, const Corner* c) noexcept nogil:
@@ -314,7 +320,7 @@ cdef class ActiveSets:
 
     def to_arrays(self) -> dict:
         """Flat arrays holding every atom (see ``from_arrays``)."""
-        cdef intp_t i, k, a = 0, nl = 0, np_ = 0, t
+        cdef intp_t i, k, a = 0
         cdef BlockAtoms* blk
         n_atoms = np.array([self.blocks[i].n for i in range(self.n_blocks)], dtype=np.intp)
         atom_ptr = np.concatenate([[0], np.cumsum(n_atoms)]).astype(np.intp)
@@ -342,8 +348,11 @@ cdef class ActiveSets:
                         val.append(np.array(<float64_t[:psi_len[a]]> (
                             <float64_t*> blk.psi_val + blk.psi_off[k])))
                 a += 1
-        cat_i = lambda parts: (np.concatenate(parts).astype(np.int32) if parts
-                               else np.zeros(0, np.int32))
+
+        def cat_i(parts):
+            return (np.concatenate(parts).astype(np.int32) if parts
+                    else np.zeros(0, np.int32))
+
         return {"atom_ptr": atom_ptr, "atom_lab_len": lab_len, "atom_psi_len": psi_len,
                 "atom_alpha": alpha, "atom_loss": loss, "atom_last_used": last,
                 "atom_labels": cat_i(labels), "atom_psi_idx": cat_i(idx),

@@ -90,6 +90,7 @@ class Answers:
         parts = list(parts)
         if len(parts) == 1:
             return parts[0]
+
         def offsets(ptrs):
             shift = np.cumsum([0] + [p[-1] for p in ptrs[:-1]])
             return np.concatenate([ptrs[0][:1]] + [p[1:] + s for p, s in zip(ptrs, shift)])
@@ -366,7 +367,10 @@ cdef class AnswerOracle(MaxOracle):
         self.needs_gil = oracle.needs_gil
         # O(tau) memory: a round stores few blocks of many.
         order = np.argsort(blocks, kind="stable").astype(np.intp)
-        pad = lambda a, dtype: a if a.shape[0] else np.zeros(1, dtype)
+
+        def pad(a, dtype):
+            return a if a.shape[0] else np.zeros(1, dtype)
+
         self._keys = pad(np.ascontiguousarray(blocks[order], dtype=np.intp), np.intp)
         self._slots = pad(order, np.intp)
         self._n_stored = blocks.shape[0]

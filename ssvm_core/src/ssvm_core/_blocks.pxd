@@ -33,9 +33,9 @@ cdef struct Primal:
 
 cdef inline void _affine_stats(const float64_t* wi, const int32_t* support, intp_t m,
                                float64_t a, const float64_t* s, float64_t c,
-                               const float64_t* w, float64_t* dot,
+                               const float64_t* w, float64_t* dot_out,
                                float64_t* sqnorm) noexcept nogil:
-    """For the block direction e = a w_i + c s: dot = <e, w> and sqnorm = ||e||^2.
+    """For the block direction e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2.
 
     ``s`` is dense (length d); two partial sums each, so the additions pipeline.
     """
@@ -65,7 +65,7 @@ cdef inline void _affine_stats(const float64_t* wi, const int32_t* support, intp
             e0 = a * wi[k] + c * s[support[k]]
             d0 += e0 * w[support[k]]
             q0 += e0 * e0
-    dot[0] = d0 + d1
+    dot_out[0] = d0 + d1
     sqnorm[0] = q0 + q1
 
 

@@ -7,8 +7,9 @@ ctypedef struct Corner:
     # One oracle answer for block i; the buffers are owned by the caller.
     int32_t* labels        # the labelling y, n_labels entries (<= max_labels)
     intp_t n_labels
-    int32_t* psi_idx       # feature indices of psi_i(y) (sparse oracles);
-                           # repeated indices add up; NULL for dense oracles
+    # psi_idx: feature indices of psi_i(y) (sparse oracles); repeated indices
+    # add up; NULL for dense oracles
+    int32_t* psi_idx
     float64_t* psi_val     # values; n_features entries for dense oracles
     intp_t psi_nnz         # entries written (n_features for dense oracles)
     float64_t loss         # L_i(y)

@@ -54,7 +54,7 @@ class Executor(ABC):
     def max_scores(self, oracle: MaxOracle, w: np.ndarray) -> np.ndarray:
         """max_y H_i(y; w) of every block (n,), in block order."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: a no-op unless overridden)
         """Release threads or cluster data (the executor stays usable)."""
 
     def __enter__(self):

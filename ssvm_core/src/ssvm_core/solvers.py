@@ -157,11 +157,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             status = "callback"
         while status is None:
             calls = oracle.n_blocks
-            if batch and rounds:                                      
+            if batch and rounds:
                 run.timed(batch_fw_step, oracle, state, pool, line_search)
             elif batch:
                 run.timed(_fw.fw_step, oracle, state, line_search)
-            elif rounds:      
+            elif rounds:
                 calls = run.timed(minibatch_pass, oracle, state, pool, rng, batch_blocks,
                                   sampling=sampling, line_search=line_search,
                                   active_sets=active_sets, step=step, cache=cache,

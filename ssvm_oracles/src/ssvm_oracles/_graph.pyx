@@ -232,7 +232,7 @@ cdef void _loopy(const _Block* b, intp_t max_iter, float64_t damping, float64_t*
                  float64_t* bel, float64_t* pre, float64_t* new, int32_t* cur,
                  int32_t* z) noexcept nogil:
     """Damped loopy max-product; z is the best labelling decoded after any sweep."""
-    cdef intp_t K = b.K, it, e, h, t, a, k, v, side
+    cdef intp_t K = b.K, _it, e, h, t, a, k, v, side
     cdef intp_t src, dst
     cdef const float64_t* tab
     cdef float64_t* out
@@ -243,7 +243,7 @@ cdef void _loopy(const _Block* b, intp_t max_iter, float64_t damping, float64_t*
         msg[k] = 0.0
     for k in range(b.n * K):
         bel[k] = b.u[k]
-    for it in range(max(max_iter, 1)):
+    for _it in range(max(max_iter, 1)):
         delta = 0.0
         for e in range(b.m):
             h, t = b.head[e], b.tail[e]
@@ -463,8 +463,8 @@ cdef class GraphOracle(MaxOracle):
 
     cdef bint _tiny(self, intp_t n) noexcept nogil:
         """Whether K^n <= max_brute."""
-        cdef intp_t v, count = 1
-        for v in range(n):
+        cdef intp_t _v, count = 1
+        for _v in range(n):
             count *= self.n_states
             if count > self.max_brute:
                 return False
@@ -480,7 +480,7 @@ cdef class GraphOracle(MaxOracle):
         cdef intp_t K = self.n_states, KK = K * K
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
         cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
-        cdef intp_t v, k, ka, it, j, alpha
+        cdef intp_t v, k, ka, _it, alpha
         cdef int meth = self.method[i]
         cdef bint improved
         cdef float64_t cw, s, trial
@@ -545,7 +545,7 @@ cdef class GraphOracle(MaxOracle):
                 for v in range(n):
                     cur[v] = <int32_t> _argmax(b.u + v * K, K)
                 s = _score(&b, cur)
-                for it in range(self.max_iter):
+                for _it in range(self.max_iter):
                     improved = False
                     for alpha in range(K):
                         _binary_cut(&b, cur, alpha, True, scratch, scratch + n,

@@ -336,7 +336,7 @@ cdef class GraphCutOracle(MaxOracle):
                             self.n_pairwise, c)
             k = 2 * e0 if m else 0
             min_cut_arcs(n, m, D, c, &self.arc_to[k], &self.arc_rev[k], &self.arc_edge[k],
-                     &self.arc_ptr[p0], 2 * e0, out.labels)
+                         &self.arc_ptr[p0], 2 * e0, out.labels)
             self._write(i, out.labels, out, c, &c_dot)
             # <w, psi> = sum_p 2 (y*_p - y_p) u_p - sum_e c_e ([y* cut] - [y cut])
             for p in range(n):

@@ -83,8 +83,8 @@ cdef inline void _push_to_terminal(intp_t v, float64_t b, intp_t* parent, const 
 
 
 cdef int min_cut_arcs(intp_t n, intp_t m, const float64_t* D, const float64_t* c,
-                  const int32_t* to, const int32_t* rev, const int32_t* edge,
-                  const intp_t* arc_ptr, intp_t base, int32_t* labels) except -1 nogil:
+                      const int32_t* to, const int32_t* rev, const int32_t* edge,
+                      const intp_t* arc_ptr, intp_t base, int32_t* labels) except -1 nogil:
     """labels = argmin_y sum_p D_p [y_p = 1] + sum_e c_e [y_head != y_tail], c >= 0.
 
     Boykov-Kolmogorov max-flow.  Each edge gives two opposite arcs of capacity
@@ -103,7 +103,7 @@ cdef int min_cut_arcs(intp_t n, intp_t m, const float64_t* D, const float64_t* c
     ``to[a]`` is the node arc a points to, ``rev[a]`` the position of the
     opposite arc and ``edge[a]`` its edge.
     """
-    cdef intp_t A = 2 * m, p, q, v, a, r, t, mid, mid_tail = 0, mid_head = 0
+    cdef intp_t A = 2 * m, p, q, a, r, t, mid, mid_tail = 0, mid_head = 0
     cdef intp_t q_head = 0, q_len = 0, n_orphans = 0
     cdef float64_t b
     cdef bint found

@@ -352,7 +352,8 @@ class GraphCutModel(StructuredModel):
         images = self._check_X(X)
         if len(Y) != len(images):
             raise ValueError(f"X has {len(images)} images but Y has {len(Y)} labellings")
-        labels = [_check_labels(y, i, im.unary.shape[0]) for i, (y, im) in enumerate(zip(Y, images))]
+        labels = [_check_labels(y, i, im.unary.shape[0])
+                  for i, (y, im) in enumerate(zip(Y, images))]
         oracle = _pack(images, labels, self.feature_dtype)
         if self.backend != "bk":
             oracle = PyMaxflowOracle(oracle, images)

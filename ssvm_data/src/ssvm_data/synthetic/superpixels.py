@@ -154,5 +154,6 @@ def _similarities(histograms: np.ndarray, edges: np.ndarray, n_features: int) ->
     distances = 0.5 * np.add.reduceat(terms, starts, axis=1)
     n_eta = -(-n_features // len(starts))
     etas = 2.0 ** np.linspace(*_ETA_RANGE, n_eta) if n_eta > 1 else np.ones(1)
-    features = np.exp(-distances[:, :, None] * etas[None, None, :]).reshape(len(edges), len(starts) * n_eta)
+    features = np.exp(-distances[:, :, None] * etas[None, None, :])
+    features = features.reshape(len(edges), len(starts) * n_eta)
     return np.ascontiguousarray(features[:, :n_features])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from ssvm_data import load_ocr
 
 _DIRECTIONS = np.array([[0, 1], [1, 0], [0, -1], [-1, 0]])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from ssvm_oracles import GraphModel
 
 from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
+from ssvm_oracles import GraphModel
 
 
 def validate_potentials(unary_potentials, pairwise_potentials, edges):

@@ -6,12 +6,11 @@ import time
 
 import numpy as np
 
+from ssvm.compat.pystruct.models.base import ModelOracle
 from ssvm_core import SolverState, solve
 from ssvm_core.base import BaseSSVM as _EstimatorParams
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
-
-from ssvm.compat.pystruct.models.base import ModelOracle
 
 
 def bind_training_set(model, X, Y):

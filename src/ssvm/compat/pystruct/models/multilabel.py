@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
-from ssvm_oracles import MultiLabelModel
 
 from ssvm.compat.pystruct.inference.energy import inference_dispatch
 from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm.compat.pystruct.models.crf import CRF
+from ssvm_oracles import MultiLabelModel
 
 
 def chow_liu_tree(Y) -> np.ndarray:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm_oracles import MulticlassModel
-
 from ssvm.compat.pystruct.models.base import StructuredModel
+from ssvm_oracles import MulticlassModel
 
 
 class BinaryClf(StructuredModel):

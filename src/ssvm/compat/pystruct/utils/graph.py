@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from ssvm_oracles.graph import grid_edges
 
 

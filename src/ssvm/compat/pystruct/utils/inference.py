@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+
 from ssvm_oracles.graph import compress_symmetric, expand_symmetric
 
 
