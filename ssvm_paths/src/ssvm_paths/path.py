@@ -100,9 +100,11 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
     g_old + (1 - rho) Delta, and the initial point's exact gap must be
     <= kappa eps (``RuntimeError`` otherwise: an inexact oracle or a bug).
 
-    Each breakpoint costs one exact gap pass more than in Osokin et al. (2016): ``ssvm_core.solve``
-    checks the gap when it starts, where the paper updates the block gaps by
-    eq. 12 without oracle calls.  Cumulative ``effective_passes`` count every
+    A breakpoint makes no start-of-solve gap pass when the gaps were exact
+    before the rescaling: ``SolverState.shrink_duals`` updates the block gaps
+    by eq. 12 (Prop. 1) and ``solve(..., initial_gap_pass=False)`` starts
+    from them, as the paper does; after a heuristic stop between checks the
+    solver pays one gap pass.  Cumulative ``effective_passes`` count every
     oracle call (the initial decodings included) and ``times`` are wall-clock
     seconds of the whole computation (certification passes of the heuristic
     path excluded).
