@@ -23,7 +23,8 @@ def toy(seed=0, n=4):
 
 
 def reference_ssg(problem, lam, order):
-    """000 Sec. 6 written out: gamma = 1/(k+1), w <- (1-gamma) w + gamma psi / lam."""
+    """Lacoste-Julien et al. (2013), Sec. 6 written out: gamma = 1/(k+1),
+    w <- (1-gamma) w + gamma psi / lam."""
     d = problem.n_features
     w, w_avg = np.zeros(d), np.zeros(d)
     for k, i in enumerate(order):

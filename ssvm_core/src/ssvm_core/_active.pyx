@@ -1,6 +1,6 @@
 """Block steps over explicit active sets: BCFW, BCPFW, BCAFW, hybrid, with caching.
 
-One kernel serves every combination of 001's variants: the FW corner comes
+One kernel serves every combination of Osokin et al. (2016)'s variants: the FW corner comes
 from the oracle or, with caching (Osokin et al. (2016), Alg. 5), from the block's stored
 labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4), an away step
 (BCAFW, Osokin et al. (2016), Alg. 4), a pairwise step (BCPFW, Osokin et al. (2016), Alg. 3) or, for

@@ -55,7 +55,7 @@ def check_ground_truth(problem: Problem, Y, max_blocks: int = 20) -> None:
 
 def initial_point(problem: Problem, eps: float, kappa: float, active_sets: bool,
                   cache_size: int) -> InitialPoint:
-    """001 Alg. 6, generalised to sign-constraint boxes.
+    """Osokin et al. (2016), Alg. 6, generalised to sign-constraint boxes.
 
     y~_i = argmax_y L_i(y) is the oracle's answer at w = 0 and
     psi~ = mean_i psi_i(y~_i).  With alpha_i(y~_i) = 1 at lambda, v = psi~ / lambda

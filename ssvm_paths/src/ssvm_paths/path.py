@@ -50,7 +50,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
         per breakpoint and longer steps in lambda.
     lam_min : float
         Stop once the next breakpoint would be <= lam_min (the last piece then
-        reaches it); default 2^-15, the end of 001's grid.  Small lambdas are
+        reaches it); default 2^-15, the end of Osokin et al. (2016)'s grid.  Small lambdas are
         slow (the dual's curvature grows as 1 / lambda).  The path also stops when rho <= 0 (Osokin
         et al. (2016), eq. 13): its last
         w is then eps-approximate for every smaller lambda.
@@ -68,7 +68,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
         ``gap_bounds`` tells where the path is really eps-approximate.
     step, sampling, cache : solver variant
         Passed to ``ssvm_core.solve``.  The default, BCPFW with gap sampling and
-        caching, is 001's recommendation for expensive oracles; for cheap
+        caching, is Osokin et al. (2016)'s recommendation for expensive oracles; for cheap
         oracles (e.g. OCR's Viterbi) ``step="fw", cache=False`` (BCFW with gap
         sampling) is usually faster.
     box : (lower, upper), "model" or None
