@@ -276,7 +276,8 @@ def test_corrective_step_reaches_the_block_optimum(toy, cache):
        st.floats(0.05, 1.0))
 def test_shrink_duals_keeps_w_and_moves_the_gap_by_prop_1(toy, step, use_box, rho):
     """Osokin et al. (2016), Prop. 1: rescaling alpha off the ground truth by
-    rho = lam_new / lam keeps w, and g(alpha', lam_new) = g(alpha, lam) + (1 - rho) Delta, gaps by enumeration."""
+    rho = lam_new / lam keeps w, and g(alpha', lam_new) = g(alpha, lam) + (1 - rho) Delta,
+    gaps by enumeration."""
     box = random_box(toy.rng, toy.oracle.n_features) if use_box else None
     result = solve(toy.oracle, toy.lam, step=step, box=box, max_passes=5, tol=0,
                    averaging=False, random_state=0)
