@@ -110,20 +110,14 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
-    certified from this check on); missing values are None.  Ctrl-C (SIGINT) stops after the
-    current pass and returns the model; a second Ctrl-C raises
-    ``KeyboardInterrupt``.
+    certified from this check on); missing values are None.  Ctrl-C (SIGINT)
+    stops after the current pass and returns the model; a second Ctrl-C
+    raises ``KeyboardInterrupt``.
     """
+    # the signature is the options table (a test checks it): validate its values
+    options = validate({name: value for name, value in locals().items() if name in NAMES})
     oracle = as_oracle(oracle)
     lam = _check_lam(lam)
-    options = validate(dict(batch=batch, line_search=line_search, sampling=sampling, step=step,
-                  cache=cache, cache_size=cache_size, cache_factor=cache_factor,
-                  cache_nu=cache_nu, n_samples=n_samples, psi_float32=psi_float32, box=box,
-                  averaging=averaging, tol=tol, max_passes=max_passes,
-                  max_oracle_calls=max_oracle_calls, time_budget=time_budget,
-                  gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
-                  random_state=random_state, callback=callback, n_jobs=n_jobs,
-                  verbose=verbose, batch_blocks=batch_blocks, executor=executor))
     mode = options["averaging"]
     averaging = mode != "plain"              # keep the weighted average
     n_jobs = effective_n_jobs(n_jobs)
