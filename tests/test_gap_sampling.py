@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 from strategies import RecordingOracle, toy_problems
 
 from ssvm_core import BruteForceOracle, SolverState, as_oracle, solve
-from ssvm_core._fw import bcfw_pass, sample_proportional
+from ssvm_core._fw import bcfw_pass
+from ssvm_core._view import sample_proportional
 from ssvm_core.parallel import score_pass
 from ssvm_core.solvers import _block_order
 from ssvm_core.testing import primal_by_enumeration, scaled_examples, solve_dual_qp

@@ -6,7 +6,10 @@ labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4
 (BCAFW, Osokin et al. (2016), Alg. 4), a pairwise step (BCPFW, Osokin et al. (2016), Alg. 3) or, for
 ``hybrid``, whichever of the three improves the dual most.  With a box
 (Osokin et al. (2016), App. H) directions and curvatures use v and the inner products use
-w = clip(v).
+w = clip(v).  With compact blocks (``MaxOracle.coord_*``) the atoms are kept in
+block coordinates and their scores read theta = A_i^T w: from the oracle's
+answer, or from ``coord_scores`` when the scores are needed before (caching)
+or after a move (sequential steps).
 
 All block quantities come from the atoms (``ActiveSets``): with
 H_k = L_i(y_k) - <w, psi_i(y_k)>, the FW gap of corner s is
@@ -25,11 +28,12 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot, _psi_at,
                                _atom_scatter)
-from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
-                                _clear_psi, _corner_dense, _use_ground_truth)
-from ssvm_core._fw cimport Blocks, Sampler, StateView, _block_support, _next_block
-from ssvm_core._sampling cimport _tree_set
+from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_move,
+                                _block_stats, _clear_frame, _corner_frame, _use_ground_truth)
+from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
+from ssvm_core._view cimport StateView
 
+from ssvm_core._view import frame_scratch
 from ssvm_core.options import STEPS
 
 cdef enum:
@@ -72,33 +76,34 @@ cdef inline float64_t _gain(float64_t slope, float64_t curvature,
     return gamma * slope - 0.5 * gamma * gamma * curvature
 
 
-cdef float64_t _curvature(const BlockAtoms* blk, float64_t* vi, const int32_t* support,
-                          intp_t m, float64_t a, intp_t k1, float64_t c1, intp_t k2,
-                          float64_t c2, float64_t* s, const float64_t* w,
-                          float64_t lam) noexcept nogil:
+cdef float64_t _curvature(MaxOracle oracle, const Blocks* b, intp_t i,
+                          const BlockAtoms* blk, float64_t a, intp_t k1, float64_t c1,
+                          intp_t k2, float64_t c2, float64_t* s, const float64_t* w,
+                          float64_t lam) except? -1 nogil:
     """lam ||a v_i + c1 psi_k1 + c2 psi_k2||^2 (k2 < 0: no second atom)."""
     cdef float64_t dot, sq
     _atom_scatter(blk, k1, 1.0, s)
     if k2 >= 0:
         _atom_scatter(blk, k2, c2 / c1, s)
-    _affine_stats(vi, support, m, a, s, c1, w, &dot, &sq)
+    _block_stats(oracle, b, i, a, s, c1, w, NULL, &dot, &sq)
     _atom_clear(blk, k1, s)
     if k2 >= 0:
         _atom_clear(blk, k2, s)
     return lam * sq
 
 
-cdef void _move(const BlockAtoms* blk, float64_t* vi, const int32_t* support, intp_t m,
-                float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
-                float64_t* s, Primal* p, float64_t avg_coef) noexcept nogil:
+cdef int _move(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
+               float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
+               float64_t* s, Primal* p, float64_t avg_coef) except -1 nogil:
     """v_i += a v_i + c1 psi_k1 + c2 psi_k2 (and v, w, the average with it)."""
     _atom_scatter(blk, k1, c1, s)
     if k2 >= 0:
         _atom_scatter(blk, k2, c2, s)
-    _affine_move(vi, support, m, a, s, 1.0, p, avg_coef)
+    _block_move(oracle, b, i, a, s, 1.0, p, avg_coef)
     _atom_clear(blk, k1, s)
     if k2 >= 0:
         _atom_clear(blk, k2, s)
+    return 0
 
 
 cdef void _normalise(BlockAtoms* blk) noexcept nogil:
@@ -111,9 +116,9 @@ cdef void _normalise(BlockAtoms* blk) noexcept nogil:
         blk.alpha[k] /= total
 
 
-cdef float64_t _rebuild_block(const BlockAtoms* blk, float64_t* vi, const int32_t* support,
-                              intp_t m, float64_t scale, float64_t* s, Primal* p,
-                              float64_t avg_coef) noexcept nogil:
+cdef float64_t _rebuild_block(MaxOracle oracle, const Blocks* b, intp_t i,
+                              const BlockAtoms* blk, float64_t scale, float64_t* s, Primal* p,
+                              float64_t avg_coef) except? -1 nogil:
     """Set v_i = scale sum_k alpha_k psi_k from the atoms (v, w, the average follow).
 
     Returns sum_k alpha_k L_k, i.e. n ell_i.
@@ -124,7 +129,7 @@ cdef float64_t _rebuild_block(const BlockAtoms* blk, float64_t* vi, const int32_
         if blk.alpha[k] != 0.0:
             _atom_scatter(blk, k, scale * blk.alpha[k], s)
             loss += blk.alpha[k] * blk.loss[k]
-    _affine_move(vi, support, m, -1.0, s, 1.0, p, avg_coef)
+    _block_move(oracle, b, i, -1.0, s, 1.0, p, avg_coef)
     for k in range(blk.n):
         _atom_clear(blk, k, s)
     return loss
@@ -155,7 +160,8 @@ cdef void _project_simplex(float64_t* x, intp_t K, float64_t* work) noexcept nog
         x[j] = x[j] - tau if x[j] > tau else 0.0
 
 
-cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, intp_t n,
+cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+                              float64_t lam, float64_t scale, intp_t n,
                               float64_t* s) except -1 nogil:
     """Fully-corrective block step over the block's atoms; returns the atoms dropped.
 
@@ -180,15 +186,18 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     cdef float64_t* grad = x + K
     cdef float64_t* g = grad + K
     cdef float64_t* work = g + K
-    for m in range(K):
-        _atom_scatter(blk, m, 1.0, s)
-        for k in range(m, K):
-            dot = 0.0
-            for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                dot += _psi_at(blk, q) * s[blk.psi_idx[q]]
-            G[k * K + m] = dot
-            G[m * K + k] = dot
-        _atom_clear(blk, m, s)
+    if b.compact:
+        _compact_gram(oracle, b, i, blk, s, G)
+    else:
+        for m in range(K):
+            _atom_scatter(blk, m, 1.0, s)
+            for k in range(m, K):
+                dot = 0.0
+                for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
+                    dot += _psi_at(blk, q) * s[blk.psi_idx[q]]
+                G[k * K + m] = dot
+                G[m * K + k] = dot
+            _atom_clear(blk, m, s)
     for k in range(K):
         a0[k] = blk.alpha[k]
         x[k] = blk.alpha[k]
@@ -224,9 +233,47 @@ cdef intp_t _corrective_alpha(BlockAtoms* blk, float64_t lam, float64_t scale, i
     return dropped
 
 
-cdef float64_t _sequential_steps(BlockAtoms* blk, float64_t* vi, const int32_t* support,
-                                 intp_t m, intp_t ks, float64_t lam, float64_t scale, intp_t n,
-                                 float64_t* s, Primal* p, float64_t avg_coef) noexcept nogil:
+cdef int _compact_gram(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
+                       float64_t* s, float64_t* G) except -1 nogil:
+    """G[k, m] = <A_i q_k, A_i q_m> of the atoms' block coordinates, by polarisation:
+    (||A_i (q_k + q_m)||^2 - ||A_i q_k||^2 - ||A_i q_m||^2) / 2."""
+    cdef intp_t K = blk.n, k, m
+    cdef float64_t dot, sq
+    for k in range(K):
+        _atom_scatter(blk, k, 1.0, s)
+        _block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
+        G[k * K + k] = sq
+        _atom_clear(blk, k, s)
+    for m in range(K):
+        for k in range(m + 1, K):
+            _atom_scatter(blk, m, 1.0, s)
+            _atom_scatter(blk, k, 1.0, s)
+            _block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
+            G[k * K + m] = G[m * K + k] = 0.5 * (sq - G[k * K + k] - G[m * K + m])
+            _atom_clear(blk, m, s)
+            _atom_clear(blk, k, s)
+    return 0
+
+
+cdef inline int _score_atoms(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+                             const float64_t* w, float64_t* theta) except -1 nogil:
+    """blk.score[k] = H_k(w) for every atom; compact blocks first compute
+    theta = A_i^T w (when theta is not NULL) and read it."""
+    cdef intp_t k
+    if b.compact:
+        oracle.coord_scores(i, w, theta)
+        for k in range(blk.n):
+            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, theta)
+    else:
+        for k in range(blk.n):
+            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, w)
+    return 0
+
+
+cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+                                 intp_t ks, float64_t lam, float64_t scale, intp_t n,
+                                 float64_t* s, Primal* p, float64_t avg_coef,
+                                 float64_t* theta) except? -1 nogil:
     """Branson et al.'s sequential multi-sample update (Branson et al. (2013), Alg. 1) in BCFW's
     normalisation.
 
@@ -244,15 +291,15 @@ cdef float64_t _sequential_steps(BlockAtoms* blk, float64_t* vi, const int32_t* 
     for t in range(blk.n):
         q = ks if t == 0 else (t - 1 if t - 1 < ks else t)
         sum_aH = 0.0
+        _score_atoms(oracle, b, i, blk, p.w, theta)
         for k in range(blk.n):
-            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, p.w)
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
         _atom_scatter(blk, q, 1.0, s)
-        _affine_stats(vi, support, m, -1.0, s, scale, p.w, &dot, &sq)
+        _block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
         gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
         if gam > 0.0:
-            _affine_move(vi, support, m, -gam, s, gam * scale, p, avg_coef)
+            _block_move(oracle, b, i, -gam, s, gam * scale, p, avg_coef)
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
             blk.alpha[q] += gam
@@ -270,29 +317,27 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
     cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
     cdef float64_t gmax_away, best_gain, ell_s, ell_a, ell_step
-    cdef float64_t* vi
-    cdef const int32_t* sup
     cdef BlockAtoms* blk
     cdef bint hit
     for t in range(smp.n_order + smp.n_uniforms):
         i = _next_block(smp, t, n)
         blk = &atoms.blocks[i]
-        vi = b.values + b.ptr[i]
-        sup = _block_support(b, i)
-        m = b.ptr[i + 1] - b.ptr[i]
         j = cnt.steps + 1                     # this step creates iterate j
 
         # Scores of the stored atoms at w; the cache corner is the best one.
+        # (Compact blocks without a cache score after the oracle call, whose
+        # answer brings theta.)
         sum_aH = 0.0
         h_best = -INFINITY
         ks = 0
-        for k in range(blk.n):
-            H = blk.loss[k] - _atom_dot(blk, k, p.w)
-            blk.score[k] = H
-            if blk.alpha[k] > 0.0:
-                sum_aH += blk.alpha[k] * H
-            if H > h_best:
-                h_best, ks = H, k
+        if opt.cache or not b.compact:
+            _score_atoms(oracle, b, i, blk, p.w, c.theta)
+            for k in range(blk.n):
+                H = blk.score[k]
+                if blk.alpha[k] > 0.0:
+                    sum_aH += blk.alpha[k] * H
+                if H > h_best:
+                    h_best, ks = H, k
 
         hit = False
         if opt.cache and not isnan(oracle_gaps[i]):
@@ -316,6 +361,9 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             if _below_ground_truth(c):
                 _use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
+            if b.compact and not opt.cache:
+                for k in range(blk.n):
+                    blk.score[k] = blk.loss[k] - _atom_dot(blk, k, c.theta)
             for k in range(1, n_got):                     # extra samples join the block
                 if not _below_ground_truth(&c[k]):
                     q = atoms._add(i, &c[k], j - 1, oracle.n_features)
@@ -358,16 +406,17 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         elif opt.step == STEP_PAIRWISE:
             kind = STEP_PAIRWISE
         if kind == STEP_FW or opt.step == STEP_HYBRID:
-            curv_fw = _curvature(blk, vi, sup, m, -1.0, ks, scale, -1, 0.0, s, p.w, lam)
+            curv_fw = _curvature(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p.w, lam)
             gam_fw = _line_step(g_fw, curv_fw, 1.0)
         if kind == STEP_AWAY or opt.step == STEP_HYBRID:
-            curv_away = _curvature(blk, vi, sup, m, 1.0, ka, -scale, -1, 0.0, s, p.w, lam)
+            curv_away = _curvature(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p.w, lam)
             gam_away = _line_step(g_away, curv_away, gmax_away)
         if kind == STEP_PAIRWISE or opt.step == STEP_HYBRID:
             if ks == ka:
                 curv_pw, gam_pw = 0.0, 0.0
             else:
-                curv_pw = _curvature(blk, vi, sup, m, 0.0, ks, scale, ka, -scale, s, p.w, lam)
+                curv_pw = _curvature(oracle, b, i, blk, 0.0, ks, scale, ka, -scale, s, p.w,
+                                     lam)
                 gam_pw = _line_step(g_pw, curv_pw, blk.alpha[ka])
         if opt.step == STEP_HYBRID:
             best_gain = _gain(g_fw, curv_fw, gam_fw)
@@ -380,18 +429,18 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         ell_s = blk.loss[ks] / n
         ell_a = blk.loss[ka] / n
         if kind == STEP_SEQUENTIAL:
-            ell_step = _sequential_steps(blk, vi, sup, m, ks, lam, scale, n, s, p,
-                                         0.5 * (j - 1) * j) - b.ell[i]
+            ell_step = _sequential_steps(oracle, b, i, blk, ks, lam, scale, n, s, p,
+                                         0.5 * (j - 1) * j, c.theta) - b.ell[i]
             cnt.corrective += 1
         elif kind == STEP_CORRECTIVE:
-            cnt.drop += _corrective_alpha(blk, lam, scale, n, s)
+            cnt.drop += _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
             _normalise(blk)
-            ell_step = _rebuild_block(blk, vi, sup, m, scale, s, p, 0.5 * (j - 1) * j) / n \
+            ell_step = _rebuild_block(oracle, b, i, blk, scale, s, p, 0.5 * (j - 1) * j) / n \
                 - b.ell[i]
             cnt.corrective += 1
         elif kind == STEP_FW:
             gam = gam_fw if opt.line_search else 2.0 * n / (cnt.steps + 2.0 * n)
-            _move(blk, vi, sup, m, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
+            _move(oracle, b, i, blk, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
             ell_step = gam * (ell_s - b.ell[i])
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
@@ -408,12 +457,12 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             else:
                 blk.alpha[ka] = max(blk.alpha[ka] - gam / (1.0 + gam), 0.0)
             _normalise(blk)
-            ell_step = _rebuild_block(blk, vi, sup, m, scale, s, p, 0.5 * (j - 1) * j) / n \
+            ell_step = _rebuild_block(oracle, b, i, blk, scale, s, p, 0.5 * (j - 1) * j) / n \
                 - b.ell[i]
             cnt.away += 1
         else:
             gam = gam_pw
-            _move(blk, vi, sup, m, 0.0, ks, gam * scale, ka, -gam * scale, s, p,
+            _move(oracle, b, i, blk, 0.0, ks, gam * scale, ka, -gam * scale, s, p,
                   0.5 * (j - 1) * j)
             ell_step = gam * (ell_s - ell_a)
             if gam == blk.alpha[ka] and gam > 0.0:
@@ -481,13 +530,13 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
         raise ValueError("the predefined step size (line_search=False) applies to FW "
                          f"steps only, not step={step!r}")
     state.invalidate_gaps()              # the iterate moves
-    cdef StateView view = StateView(state, order, gap_uniforms)
-    cdef float64_t[::1] s = np.zeros(oracle.n_features)
+    cdef StateView view = StateView(state, order, gap_uniforms, oracle)
+    cdef float64_t[::1] s = frame_scratch(oracle, state)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    buffers = [CornerBuffer(oracle) for _ in range(n_samples)]
+    buffers = [CornerBuffer(oracle, state.compact_blocks) for _ in range(n_samples)]
     cdef Corner* corners = <Corner*> malloc(n_samples * sizeof(Corner))
     if corners == NULL:
         raise MemoryError()
@@ -551,9 +600,9 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     cdef intp_t n = oracle.n_blocks, i, k, ks
     if len(labellings) != n:
         raise ValueError(f"{len(labellings)} labellings for {n} blocks")
-    cdef StateView view = StateView(state)
-    cdef float64_t[::1] s = np.zeros(oracle.n_features)
-    cdef CornerBuffer buf = CornerBuffer(oracle)
+    cdef StateView view = StateView(state, None, None, oracle)
+    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
     cdef Corner* c = &buf.corner
     cdef float64_t scale = 1.0 / (state.lam * n)
     cdef int32_t[::1] lab
@@ -563,15 +612,12 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     for i in range(n):
         lab = np.ascontiguousarray(labellings[i], dtype=np.int32).ravel()
         oracle.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], view.primal.w, c)
-        vs = _corner_dense(c, &s[0])
-        _affine_move(view.blocks.values + view.blocks.ptr[i], _block_support(&view.blocks, i),
-                     view.blocks.ptr[i + 1] - view.blocks.ptr[i], -1.0, vs, scale,
-                     &view.primal, 0.0)
+        vs = _corner_frame(c, &view.blocks, &s[0])
+        _block_move(oracle, &view.blocks, i, -1.0, vs, scale, &view.primal, 0.0)
         view.blocks.ell[i] = c.loss / n
         if atoms is not None:
             ks = atoms._add(i, c, 0, oracle.n_features)
             blk = &atoms.blocks[i]
             for k in range(blk.n):
                 blk.alpha[k] = 1.0 if k == ks else 0.0
-        if c.psi_idx != NULL:
-            _clear_psi(c, &s[0])
+        _clear_frame(c, &view.blocks, &s[0])

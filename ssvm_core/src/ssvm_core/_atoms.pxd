@@ -5,6 +5,9 @@
 # psi_val, repeated indices add up), its loss L_i(y) and its weight alpha_i(y).
 # Atom 0 is always the ground truth (no labels, psi = 0, loss 0).  The active
 # set S_i is the atoms with alpha > 0; the cache C_i is all atoms.
+# With compact blocks (ActiveSets.compact) an atom's psi is kept in the block's
+# coordinates, q_i(y) with psi_i(y) = A_i q_i(y) (see MaxOracle.coord_*): its
+# scores then need theta = A_i^T w in place of w.
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner
 
@@ -31,6 +34,7 @@ cdef class ActiveSets:
     cdef readonly intp_t n_blocks
     cdef readonly intp_t cache_size     # eviction starts above this many atoms
     cdef readonly bint single           # psi values stored as float32
+    cdef readonly bint compact          # psi kept in block coordinates
 
     cdef intp_t _find(self, intp_t i, const Corner* c) noexcept nogil
     cdef intp_t _add(self, intp_t i, const Corner* c, intp_t step,

@@ -115,6 +115,10 @@ cdef class ActiveSets:
         Atoms a block keeps before inactive ones (alpha = 0) are evicted,
         least recently used first.  Active atoms are never evicted: the block
         grows instead.
+    compact : bool, default=False
+        Keep each atom's psi in its block's coordinates (the corner's
+        ``coord_*`` buffers) instead of features: for states with compact
+        blocks.
     single : bool
         Store psi values as float32 (labellings, losses and alpha stay exact):
         about a third less memory for the atoms; each stored psi is rounded
@@ -126,7 +130,8 @@ cdef class ActiveSets:
     block holds only it, with alpha = 1 (the initial dual point w = 0).
     """
 
-    def __cinit__(self, intp_t n_blocks, intp_t cache_size=50, bint single=False):
+    def __cinit__(self, intp_t n_blocks, intp_t cache_size=50, bint single=False,
+                  bint compact=False):
         if n_blocks < 1:
             raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
         if cache_size < 2:
@@ -134,6 +139,7 @@ cdef class ActiveSets:
         self.n_blocks = n_blocks
         self.cache_size = cache_size
         self.single = single
+        self.compact = compact
         self.blocks = <BlockAtoms*> malloc(n_blocks * sizeof(BlockAtoms))
         if self.blocks == NULL:
             raise MemoryError()
@@ -215,8 +221,11 @@ cdef class ActiveSets:
                     victim = t
             if victim > 0:
                 self._remove(i, victim)
-        nnz = c.psi_nnz if c.psi_idx != NULL else 0
-        if c.psi_idx == NULL:
+        if self.compact:
+            nnz = c.coord_nnz
+        else:
+            nnz = c.psi_nnz if c.psi_idx != NULL else 0
+        if c.psi_idx == NULL and not self.compact:
             for t in range(n_features):
                 nnz += c.psi_val[t] != 0.0
         k = blk.n
@@ -224,7 +233,11 @@ cdef class ActiveSets:
         memcpy(blk.labels + blk.lab_off[k], c.labels, c.n_labels * sizeof(int32_t))
         blk.lab_off[k + 1] = blk.lab_off[k] + c.n_labels
         p = blk.psi_off[k]
-        if c.psi_idx != NULL:
+        if self.compact:
+            memcpy(blk.psi_idx + p, c.coord_idx, nnz * sizeof(int32_t))
+            for t in range(nnz):
+                _set_psi(blk, p + t, c.coord_val[t])
+        elif c.psi_idx != NULL:
             memcpy(blk.psi_idx + p, c.psi_idx, nnz * sizeof(int32_t))
             for t in range(nnz):
                 _set_psi(blk, p + t, c.psi_val[t])
@@ -302,7 +315,8 @@ cdef class ActiveSets:
         return out
 
     def psi_matrix(self, intp_t i, intp_t n_features):
-        """Dense (n_atoms, n_features) matrix of the atoms' psi_i(y)."""
+        """Dense (n_atoms, n_features) matrix of the atoms' psi_i(y) (with ``compact``,
+        of their block coordinates: pass the block's size as ``n_features``)."""
         cdef BlockAtoms* blk = &self.blocks[self._check(i)]
         cdef intp_t k, p
         out = np.zeros((blk.n, n_features))
@@ -358,7 +372,8 @@ cdef class ActiveSets:
                 "atom_labels": cat_i(labels), "atom_psi_idx": cat_i(idx),
                 "atom_psi_val": (np.concatenate(val) if val else np.zeros(0)).astype(
                     np.float32 if self.single else np.float64),
-                "atom_cache_size": np.array(self.cache_size)}
+                "atom_cache_size": np.array(self.cache_size),
+                "atom_compact": np.array(self.compact)}
 
     @staticmethod
     def from_arrays(arrays: dict) -> ActiveSets:
@@ -383,7 +398,9 @@ cdef class ActiveSets:
         if not (np.all(np.isfinite(alpha)) and np.all(alpha >= 0)
                 and np.all(np.isfinite(val)) and np.all(loss >= 0)):
             raise ValueError("active-set arrays hold negative or non-finite values")
-        cdef ActiveSets sets = ActiveSets(ptr.size - 1, int(arrays["atom_cache_size"]), single)
+        compact = bool(arrays.get("atom_compact", False))
+        cdef ActiveSets sets = ActiveSets(ptr.size - 1, int(arrays["atom_cache_size"]), single,
+                                          compact)
         cdef intp_t i, k, a, lo = 0, po = 0, nl, nnz
         cdef BlockAtoms* blk
         cdef int32_t[::1] lv = labels if labels.size else np.zeros(1, np.int32)

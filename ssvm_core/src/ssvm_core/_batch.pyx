@@ -7,6 +7,9 @@ the answers (``Answers``: labellings, losses and sparse psi in CSR layout);
 ``AnswerOracle`` serves them to the existing one-pass kernels, with each
 score H_i(y; w) = L_i(y) - <w, psi_i(y)> recomputed at the w the kernel
 passes, i.e. the up-to-date iterate, so every step's line search is exact.
+With compact blocks the replayed answer's block coordinates and
+theta = A_i^T w are recomputed at that w too (``evaluate`` and
+``coord_scores`` of the wrapped oracle).
 """
 
 import numpy as np
@@ -365,6 +368,9 @@ cdef class AnswerOracle(MaxOracle):
         self.max_psi_nnz = oracle.max_psi_nnz
         self.dense_psi = oracle.dense_psi
         self.needs_gil = oracle.needs_gil
+        self.max_coords = oracle.max_coords
+        self.max_coord_nnz = oracle.max_coord_nnz
+        self.max_expand = oracle.max_expand
         # O(tau) memory: a round stores few blocks of many.
         order = np.argsort(blocks, kind="stable").astype(np.intp)
 
@@ -433,13 +439,44 @@ cdef class AnswerOracle(MaxOracle):
         if _below_ground_truth(out):         # stale: the truth is a better corner at w
             _use_ground_truth(out, self.n_features)
 
+    cdef int _write_compact(self, intp_t i, intp_t a, const float64_t* w,
+                            Corner* out) except -1 nogil:
+        """``_write`` for a corner with compact buffers: the answer's labelling
+        re-evaluated (psi and block coordinates) and theta at w."""
+        cdef intp_t l0 = self._lab_ptr[a]
+        if out.theta != NULL:
+            self.oracle.coord_scores(i, w, out.theta)
+        if self._ground[a]:
+            _use_ground_truth(out, self.n_features)
+            return 0
+        self.oracle.evaluate(i, &self._labels[l0], self._lab_ptr[a + 1] - l0, w, out)
+        if _below_ground_truth(out):
+            _use_ground_truth(out, self.n_features)
+        return 0
+
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef intp_t b = self._slot(i)
         if b < 0:
             self.fallbacks += 1
             return self.oracle.solve(i, w, out)
+        if out.coord_idx != NULL:
+            return self._write_compact(i, self._ans_ptr[b], w, out)
         self._write(self._ans_ptr[b], w, out)
         return 0
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        return self.oracle.block_coords(i)
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        return self.oracle.coord_scores(i, w, theta)
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
+        return self.oracle.coord_sqnorm(i, e)
+
+    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
+                             float64_t* val) except -1 nogil:
+        return self.oracle.coord_expand(i, e, idx, val)
 
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil:
@@ -449,7 +486,10 @@ cdef class AnswerOracle(MaxOracle):
             return self.oracle.solve_many(i, w, k, outs)
         got = min(k, self._ans_ptr[b + 1] - self._ans_ptr[b])
         for j in range(got):
-            self._write(self._ans_ptr[b] + j, w, &outs[j])
+            if outs[j].coord_idx != NULL:
+                self._write_compact(i, self._ans_ptr[b] + j, w, &outs[j])
+            else:
+                self._write(self._ans_ptr[b] + j, w, &outs[j])
         return got
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
@@ -458,7 +498,7 @@ cdef class AnswerOracle(MaxOracle):
 
 
 def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
-                       float64_t cache_nu):
+                       float64_t cache_nu, MaxOracle oracle=None):
     """Which of ``blocks`` the caching rule (Osokin et al. (2016), Alg. 5) serves from the cache at
     ``state.w``.
 
@@ -467,6 +507,8 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
     with g_i the block's gap at its last oracle call.  Blocks before it in
     the round move w, so a prediction can be wrong either way; the kernel
     decides with the current w (a predicted hit that misses calls the oracle).
+    A state with compact blocks needs its ``oracle`` (the atoms' scores read
+    A_i^T w).
     """
     cdef ActiveSets atoms = state.atoms
     if atoms is None:
@@ -478,6 +520,13 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
     cdef float64_t thr_global = cache_nu * (0.0 if isnan(gg) else gg) / n
     cdef float64_t H, h_best, sum_aH, g_fw
     cdef const BlockAtoms* blk
+    cdef const float64_t* at = &w[0]
+    cdef float64_t[::1] theta = None
+    if state.compact_blocks:
+        if oracle is None:
+            raise ValueError("a state with compact blocks needs its oracle")
+        theta = np.zeros(oracle.max_coords)
+        at = &theta[0]
     hits = np.zeros(blocks.shape[0], dtype=bool)
     cdef uint8_t[::1] hv = hits.view(np.uint8)
     for b in range(blocks.shape[0]):
@@ -487,10 +536,12 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
         if isnan(oracle_gaps[i]):
             continue
         blk = &atoms.blocks[i]
+        if theta is not None:
+            oracle.coord_scores(i, &w[0], &theta[0])
         sum_aH = 0.0
         h_best = -1e308
         for k in range(blk.n):
-            H = blk.loss[k] - _atom_dot(blk, k, &w[0])
+            H = blk.loss[k] - _atom_dot(blk, k, at)
             if blk.alpha[k] > 0.0:
                 sum_aH += blk.alpha[k] * H
             if H > h_best:

@@ -1,15 +1,39 @@
 # Per-block dual vectors w_i and the vector algebra of one block step.
 #
 # All block vectors live in one flat array; block i occupies
-# values[ptr[i]:ptr[i+1]].  A block is either dense (support == NULL, m == d,
-# entry k is feature k) or sparse (entry k is feature support[k]).  The corner
-# w_s = psi_i(y) / (lam n) is read from a dense length-d array s times a scale,
-# so every helper costs O(m).
+# values[ptr[i]:ptr[i+1]].  A block is stored in one of three ways:
+# - dense (support == NULL, m == d): entry k is feature k;
+# - sparse: entry k is feature support[k];
+# - compact (Blocks.compact): the entries are coordinates b with
+#   w_i = A_i b, A_i the oracle's block basis (MaxOracle.coord_*).
+# A step direction is e = a w_i + c s.  For dense and sparse blocks the corner
+# s is a dense length-d array; for compact ones it is in block coordinates
+# (the corner's q_i(y)), dots with w read theta = A_i^T w from the oracle
+# answer, norms come from the oracle and moves are expanded into v by it.
+# The _block_* helpers dispatch on the storage; the _affine_* ones are the
+# dense/sparse kernels.
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from libc.math cimport fabs
 
-from ssvm_core._oracle cimport Corner
+from ssvm_core._oracle cimport Corner, MaxOracle
 from ssvm_core._vector cimport dot, dot_gather
+
+
+cdef struct Blocks:
+    # Raw view of a SolverState's block arrays.
+    float64_t* values
+    const intp_t* ptr
+    const int32_t* support      # NULL for dense and compact blocks
+    float64_t* ell
+    float64_t* gap_estimates
+    bint compact                # values are block coordinates (see above)
+    float64_t* e                # compact: scratch for one direction (max_coords)
+    int32_t* ex_idx             # compact: scratch for A_i e (max_expand entries)
+    float64_t* ex_val
+
+
+cdef inline const int32_t* _block_support(const Blocks* b, intp_t i) noexcept nogil:
+    return NULL if b.support == NULL else b.support + b.ptr[i]
 
 
 cdef inline float64_t _dot_block(const float64_t* wi, const int32_t* support, intp_t m,
@@ -147,6 +171,93 @@ cdef inline bint _below_ground_truth(const Corner* c) noexcept nogil:
     return c.score < -1e-12 * (1.0 + fabs(c.loss - c.score))
 
 
+cdef inline void _apply_delta(Primal* p, const int32_t* idx, const float64_t* val,
+                              intp_t nnz, float64_t avg_coef) noexcept nogil:
+    """v += delta for COO entries (repeats add up); w = clip(v) and the average follow."""
+    cdef intp_t q
+    cdef int32_t g
+    for q in range(nnz):
+        g = idx[q]
+        p.v[g] += val[q]
+        if p.lower != NULL:
+            p.w[g] = _clip(p.v[g], p.lower[g], p.upper[g])
+        if p.avg_u != NULL:
+            p.avg_u[g] += avg_coef * val[q]
+
+
+cdef inline const float64_t* _corner_frame(const Corner* c, const Blocks* b,
+                                           float64_t* s) noexcept nogil:
+    """The corner in the block's frame: psi (dense length d) or, for compact
+    blocks, q_i(y) scattered into s (block coordinates)."""
+    cdef intp_t k
+    if b.compact:
+        for k in range(c.coord_nnz):
+            s[c.coord_idx[k]] += c.coord_val[k]
+        return s
+    return _corner_dense(c, s)
+
+
+cdef inline void _clear_frame(const Corner* c, const Blocks* b, float64_t* s) noexcept nogil:
+    """Undo _corner_frame (s is all zeros again)."""
+    cdef intp_t k
+    if b.compact:
+        for k in range(c.coord_nnz):
+            s[c.coord_idx[k]] = 0.0
+    elif c.psi_idx != NULL:
+        _clear_psi(c, s)
+
+
+cdef inline float64_t _block_dot(const Blocks* b, intp_t i, const float64_t* w,
+                                 const float64_t* theta) noexcept nogil:
+    """<w_i, w>; compact blocks read theta = A_i^T w instead of w."""
+    cdef const float64_t* wi = b.values + b.ptr[i]
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
+    if b.compact:
+        return dot(wi, theta, m)
+    return _dot_block(wi, _block_support(b, i), m, w)
+
+
+cdef inline int _block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                             const float64_t* s, float64_t c, const float64_t* w,
+                             const float64_t* theta, float64_t* dot_out,
+                             float64_t* sqnorm) except -1 nogil:
+    """For e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2 (see _affine_stats).
+
+    Compact blocks: e is formed in block coordinates, <e, w> = <e, theta>
+    (theta NULL: dot_out is left alone) and ||A_i e||^2 comes from the oracle.
+    """
+    cdef float64_t* wi = b.values + b.ptr[i]
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k
+    if not b.compact:
+        _affine_stats(wi, _block_support(b, i), m, a, s, c, w, dot_out, sqnorm)
+        return 0
+    for k in range(m):
+        b.e[k] = a * wi[k] + c * s[k]
+    if theta != NULL:
+        dot_out[0] = dot(b.e, theta, m)
+    sqnorm[0] = oracle.coord_sqnorm(i, b.e)
+    return 0
+
+
+cdef inline int _block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                            const float64_t* s, float64_t c, Primal* p,
+                            float64_t avg_coef) except -1 nogil:
+    """w_i += a w_i + c s, with v, w = clip(v) and the average following (see
+    _affine_move).  Compact blocks: the change e of the coordinates is
+    expanded into v by the oracle (only the entries A_i e touches)."""
+    cdef float64_t* wi = b.values + b.ptr[i]
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, nnz
+    if not b.compact:
+        _affine_move(wi, _block_support(b, i), m, a, s, c, p, avg_coef)
+        return 0
+    for k in range(m):
+        b.e[k] = a * wi[k] + c * s[k]
+        wi[k] += b.e[k]
+    nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
+    _apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
+    return 0
+
+
 cdef inline void _use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:
     """Replace the answer by the ground-truth corner: psi = 0, L = 0, H = 0.
 
@@ -158,6 +269,7 @@ cdef inline void _use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:
             c.psi_val[k] = 0.0
     else:
         c.psi_nnz = 0
+    c.coord_nnz = 0
     c.loss = 0.0
     c.score = 0.0
     c.n_labels = -1

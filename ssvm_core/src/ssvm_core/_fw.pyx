@@ -19,83 +19,30 @@ import numpy as np
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms
-from ssvm_core._blocks cimport (Primal, _affine_move, _affine_stats, _below_ground_truth,
-                                _clear_psi, _corner_dense, _dot_block, _step_size,
+from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_dot, _block_move,
+                                _block_stats, _clear_frame, _corner_frame, _step_size,
                                 _use_ground_truth)
-from ssvm_core._sampling cimport _tree_draw, _tree_set
+from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
+from ssvm_core._view cimport StateView
 
-
-cdef inline float64_t* _ptr_or_null(float64_t[::1] a) noexcept:
-    return NULL if a.shape[0] == 0 else &a[0]
-
-
-cdef class StateView:
-    """C pointers into a ``SolverState`` (and a pass's block order) for a kernel.
-
-    The memoryviews keep the arrays alive; a kernel writes through the
-    pointers and the Python side sees the changes in place.
-    """
-
-    def __cinit__(self, state, order=None, gap_uniforms=None):
-        self._values = state.block_values
-        self._ptr = state.block_ptr
-        self._support = state.block_support
-        self._ell = state.block_ell
-        self._gaps = state.block_gap_estimates
-        self.blocks.values = &self._values[0] if self._values.shape[0] else NULL
-        self.blocks.ptr = &self._ptr[0]
-        self.blocks.support = NULL if self._support.shape[0] == 0 else &self._support[0]
-        self.blocks.ell = &self._ell[0]
-        self.blocks.gap_estimates = &self._gaps[0]
-        self._w = state.w
-        self._v = state.v
-        self._lower = state.lower
-        self._upper = state.upper
-        self._avg_u = state.avg_u
-        self.primal.w = &self._w[0]
-        self.primal.v = &self._v[0]
-        self.primal.lower = _ptr_or_null(self._lower)
-        self.primal.upper = _ptr_or_null(self._upper)
-        self.primal.avg_u = _ptr_or_null(self._avg_u)
-        self.sampler.order = NULL
-        self.sampler.n_order = 0
-        self.sampler.uniforms = NULL
-        self.sampler.n_uniforms = 0
-        self.sampler.tree = NULL
-        self.sampler.tree_size = 0
-        if order is not None:
-            self._order = order
-            self.sampler.n_order = self._order.shape[0]
-            if self.sampler.n_order:
-                self.sampler.order = &self._order[0]
-        if gap_uniforms is not None:
-            self._uniforms = gap_uniforms
-            tree, self.sampler.tree_size = _sum_tree(state.block_gap_estimates)
-            self._tree = tree
-            self.sampler.tree = &self._tree[0]
-            self.sampler.n_uniforms = self._uniforms.shape[0]
-            if self.sampler.n_uniforms:
-                self.sampler.uniforms = &self._uniforms[0]
+from ssvm_core._view import frame_scratch
 
 
 cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                      const Sampler* smp, float64_t lam, bint line_search,
                      float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
                      intp_t* n_replaced, Corner* c) except -1 nogil:
-    cdef intp_t n = oracle.n_blocks, t, i, m, j
+    cdef intp_t n = oracle.n_blocks, t, i, j
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* vs
-    cdef float64_t* vi
     for t in range(smp.n_order + smp.n_uniforms):
         i = _next_block(smp, t, n)
         oracle.solve(i, p.w, c)
         if _below_ground_truth(c):
             _use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
-        vs = _corner_dense(c, s)
-        vi = b.values + b.ptr[i]
-        m = b.ptr[i + 1] - b.ptr[i]
-        _affine_stats(vi, _block_support(b, i), m, 1.0, vs, -scale, p.w, &dot, &sqnorm)
+        vs = _corner_frame(c, b, s)
+        _block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
@@ -106,41 +53,14 @@ cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
         j = n_steps[0] + 1                    # this step creates iterate j
-        _affine_move(vi, _block_support(b, i), m, -gamma, vs, gamma * scale, p,
-                     0.5 * (j - 1) * j)
+        _block_move(oracle, b, i, -gamma, vs, gamma * scale, p, 0.5 * (j - 1) * j)
         ell_step = gamma * (ell_s - b.ell[i])
         b.ell[i] += ell_step
         ell[0] += ell_step
         ell_avg[0] = ((j - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (j + 1.0)
         n_steps[0] = j
-        if c.psi_idx != NULL:
-            _clear_psi(c, s)
+        _clear_frame(c, b, s)
     return 0
-
-
-def _sum_tree(const float64_t[::1] weights):
-    """Sum tree over weights (NaN and negative entries count as zero)."""
-    cdef intp_t n = weights.shape[0], size = 1, i
-    while size < n:
-        size *= 2
-    tree = np.zeros(2 * size)
-    cdef float64_t[::1] tv = tree
-    for i in range(n):
-        tv[size + i] = weights[i] if weights[i] > 0.0 else 0.0   # NaN > 0 is false
-    for i in range(size - 1, 0, -1):
-        tv[i] = tv[2 * i] + tv[2 * i + 1]
-    return tree, size
-
-
-def sample_proportional(const float64_t[::1] weights, const float64_t[::1] uniforms):
-    """Test hook: the blocks the gap sampler draws for ``uniforms`` (no updates)."""
-    tree, size = _sum_tree(weights)
-    cdef float64_t[::1] tv = tree
-    out = np.empty(uniforms.shape[0], dtype=np.intp)
-    cdef intp_t k
-    for k in range(uniforms.shape[0]):
-        out[k] = _tree_draw(&tv[0], size, weights.shape[0], uniforms[k])
-    return out
 
 
 def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search,
@@ -159,11 +79,11 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         raise ValueError("this state keeps active sets, which plain BCFW steps would leave "
                          "out of sync with alpha; use _active.active_pass(step='fw')")
     state.invalidate_gaps()              # the iterate moves
-    cdef StateView view = StateView(state, order, gap_uniforms)
-    cdef float64_t[::1] s = np.zeros(oracle.n_features)
+    cdef StateView view = StateView(state, order, gap_uniforms, oracle)
+    cdef float64_t[::1] s = frame_scratch(oracle, state)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0
-    cdef CornerBuffer buf = CornerBuffer(oracle)
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
     cdef float64_t lam = state.lam
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
         return
@@ -207,9 +127,7 @@ cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t 
             for k in range(c.psi_nnz):
                 vs[c.psi_idx[k]] += scale * c.psi_val[k]
         ell_s[0] += c.loss / n
-        b.gap_estimates[i] = (lam * _dot_block(b.values + b.ptr[i], _block_support(b, i),
-                                               b.ptr[i + 1] - b.ptr[i], w)
-                              - b.ell[i] + c.score / n)
+        b.gap_estimates[i] = lam * _block_dot(b, i, w, c.theta) - b.ell[i] + c.score / n
     return 0
 
 
@@ -229,9 +147,8 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
             vs, loss = s, 0.0                # s is all zeros between steps
         else:
             oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], p.w, c)
-            vs, loss = _corner_dense(c, s), c.loss
-        _affine_move(b.values + b.ptr[i], _block_support(b, i), b.ptr[i + 1] - b.ptr[i],
-                     -gamma, vs, gamma * scale, p, avg_coef)
+            vs, loss = _corner_frame(c, b, s), c.loss
+        _block_move(oracle, b, i, -gamma, vs, gamma * scale, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if atoms is not None:
             blk = &atoms.blocks[i]
@@ -244,8 +161,8 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                 if blk.alpha[k] == 0.0:
                     atoms._remove(i, k)
                 k -= 1
-        if n_labels[i] >= 0 and c.psi_idx != NULL:
-            _clear_psi(c, s)
+        if n_labels[i] >= 0:
+            _clear_frame(c, b, s)
     return 0
 
 
@@ -262,15 +179,15 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     on w.
     """
     state.invalidate_gaps()              # the iterate moves
-    cdef StateView view = StateView(state)
+    cdef StateView view = StateView(state, None, None, oracle)
     cdef intp_t n = oracle.n_blocks, d = oracle.n_features
     cdef float64_t[::1] v = state.v
     cdef float64_t[::1] w = state.w
     cdef float64_t[::1] vs = np.zeros(d)
-    cdef float64_t[::1] s = np.zeros(d)
+    cdef float64_t[::1] s = frame_scratch(oracle, state)
     cdef int32_t[::1] labels = np.zeros(max(n * oracle.max_labels, 1), dtype=np.int32)
     cdef intp_t[::1] n_labels = np.zeros(n, dtype=np.intp)
-    cdef CornerBuffer buf = CornerBuffer(oracle)
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
     cdef float64_t lam = state.lam, ell = state.ell, ell_s = 0.0, dot = 0.0, sq = 0.0
     cdef float64_t gap, gamma, diff
     cdef intp_t k, j = state.n_steps + 1, n_replaced = 0

@@ -14,6 +14,15 @@ ctypedef struct Corner:
     intp_t psi_nnz         # entries written (n_features for dense oracles)
     float64_t loss         # L_i(y)
     float64_t score        # H_i(y; w) = L_i(y) - <w, psi_i(y)>
+    # Compact blocks (oracles with max_coords > 0; see MaxOracle.coord_*).  The
+    # caller sets these buffers to ask for them, else they are NULL and ignored.
+    # coord_idx/coord_val: q_i(y) in the block's coordinates, psi_i(y) = A_i q_i(y)
+    # (COO, repeated indices add up); theta: A_i^T w, block_coords(i) entries
+    # (solve only: evaluate leaves it alone).
+    int32_t* coord_idx
+    float64_t* coord_val
+    intp_t coord_nnz
+    float64_t* theta
 
 
 cdef class MaxOracle:
@@ -23,6 +32,11 @@ cdef class MaxOracle:
     cdef readonly intp_t max_psi_nnz     # longest sparse psi (n_features if dense)
     cdef readonly bint dense_psi
     cdef readonly bint needs_gil         # fixed at construction
+    # Compact blocks: the largest block_coords(i), 0 when the oracle offers none;
+    # max_coord_nnz bounds coord_nnz, max_expand the entries coord_expand writes.
+    cdef readonly intp_t max_coords
+    cdef readonly intp_t max_coord_nnz
+    cdef readonly intp_t max_expand
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
@@ -31,12 +45,23 @@ cdef class MaxOracle:
     # many were written (the base class writes solve's answer only).
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil
+    # Compact blocks: block i's dual vector is kept as coordinates b with
+    # v_i = A_i b, A_i a d x block_coords(i) matrix the oracle never forms.
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil
+    # theta = A_i^T w
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil
+    # ||A_i e||^2 for dense coordinates e
+    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil
+    # A_i e as COO entries (repeated indices add up); returns how many were written
+    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
+                             float64_t* val) except -1 nogil
 
 
 cdef class CornerBuffer:
     # Owns the memory behind one Corner, sized for a given oracle.
     cdef Corner corner
-    cdef object _labels, _idx, _val
+    cdef object _owner, _labels, _idx, _val, _coord_idx, _coord_val, _theta
 
 
 cdef class PythonOracle(MaxOracle):

@@ -26,6 +26,14 @@ cdef class MaxOracle:
     ``max_psi_nnz``, ``dense_psi`` and ``needs_gil`` at construction and
     implement the C methods ``solve`` and ``evaluate``.
 
+    Compact blocks are optional: an oracle whose joint features factor as
+    psi_i(y) = A_i q_i(y), with q_i a short sufficient statistic (for a chain,
+    per-token label indicators and transition counts), sets ``max_coords``
+    and implements ``block_coords``, ``coord_scores``, ``coord_sqnorm`` and
+    ``coord_expand``, and fills a corner's ``coord_*`` and ``theta`` buffers
+    when they are set.  The solvers then store each block's dual vector as
+    its ``block_coords(i)`` coordinates instead of a d-vector.
+
     ``exact`` (True here) says whether ``solve`` returns a true maximiser of
     H_i(y; w).  Approximate oracles (loopy belief propagation, move-making
     algorithms, ...) override it to return False; the solvers then report
@@ -56,6 +64,100 @@ cdef class MaxOracle:
         """
         self.solve(i, w, &outs[0])
         return 1
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        return 0
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+
+    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
+                             float64_t* val) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+
+    @property
+    def compact_blocks(self) -> bool:
+        """Whether the oracle offers compact blocks (``max_coords > 0``)."""
+        return self.max_coords > 0
+
+    def coord_sizes(self):
+        """``block_coords(i)`` of every block (int array; zeros without compact blocks)."""
+        out = np.empty(self.n_blocks, dtype=np.intp)
+        cdef intp_t[::1] o = out
+        cdef intp_t i
+        for i in range(self.n_blocks):
+            o[i] = self.block_coords(i)
+        return out
+
+    def coord_scores_py(self, i, w):
+        """Python twin of ``coord_scores``: A_i^T w."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
+        theta = np.zeros(max(self.block_coords(i), 1))
+        cdef float64_t[::1] t = theta
+        self.coord_scores(i, &wv[0], &t[0])
+        return theta[:self.block_coords(i)]
+
+    def coord_sqnorm_py(self, i, e):
+        """Python twin of ``coord_sqnorm``: ||A_i e||^2."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] ev = self._coords_of(i, e)
+        return self.coord_sqnorm(i, &ev[0])
+
+    def coord_expand_py(self, i, e):
+        """Python twin of ``coord_expand``: A_i e as a dense d-vector."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] ev = self._coords_of(i, e)
+        idx = np.zeros(max(self.max_expand, 1), dtype=np.int32)
+        val = np.zeros(max(self.max_expand, 1))
+        cdef int32_t[::1] iv = idx
+        cdef float64_t[::1] vv = val
+        cdef intp_t nnz = self.coord_expand(i, &ev[0], &iv[0], &vv[0])
+        out = np.zeros(self.n_features)
+        np.add.at(out, idx[:nnz], val[:nnz])
+        return out
+
+    def solve_coords_py(self, i, w):
+        """``solve`` with the compact buffers: ``(labels, psi, q, theta, loss, score)``,
+        psi a dense d-vector and q dense in the block's coordinates."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
+        cdef CornerBuffer buf = CornerBuffer(self, compact=True)
+        self.solve(i, &wv[0], &buf.corner)
+        return (buf.labels(), buf.dense_psi(self.n_features), buf.dense_coords(i),
+                buf._theta[:self.block_coords(i)].copy(), buf.corner.loss, buf.corner.score)
+
+    def evaluate_coords_py(self, i, labels, w):
+        """``evaluate`` with the compact buffers: ``(psi, q, loss, score)``."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
+        cdef int32_t[::1] lab = _as_labels(labels, self.max_labels)
+        cdef CornerBuffer buf = CornerBuffer(self, compact=True)
+        buf.corner.theta = NULL
+        self.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], &wv[0],
+                      &buf.corner)
+        return (buf.dense_psi(self.n_features), buf.dense_coords(i), buf.corner.loss,
+                buf.corner.score)
+
+    def _check_compact(self, i):
+        i = self._check_block(i)
+        if self.max_coords <= 0:
+            raise ValueError(f"{type(self).__name__} has no compact blocks")
+        return i
+
+    def _coords_of(self, intp_t i, e):
+        arr = np.ascontiguousarray(e, dtype=np.float64)
+        if arr.shape != (self.block_coords(i),):
+            raise ValueError(f"coordinates of block {i} must have shape "
+                             f"({self.block_coords(i)},), got {arr.shape}")
+        return arr if arr.shape[0] else np.zeros(1)
 
     def solve_many_py(self, i, w, k):
         """Python twin of ``solve_many``: a list of ``(labels, psi, loss, score)``."""
@@ -128,9 +230,15 @@ def labelling_key(labels) -> bytes:
 
 
 cdef class CornerBuffer:
-    """Memory for one ``Corner``, sized for ``oracle``."""
+    """Memory for one ``Corner``, sized for ``oracle``.
 
-    def __cinit__(self, MaxOracle oracle):
+    With ``compact=True`` (the oracle must offer compact blocks) the corner
+    also has the ``coord_*`` and ``theta`` buffers, so answers come with
+    their block coordinates and A_i^T w.
+    """
+
+    def __cinit__(self, MaxOracle oracle, bint compact=False):
+        self._owner = oracle
         self._labels = np.zeros(max(oracle.max_labels, 1), dtype=np.int32)
         self._idx = np.zeros(max(oracle.max_psi_nnz, 1), dtype=np.int32)
         n_val = oracle.n_features if oracle.dense_psi else oracle.max_psi_nnz
@@ -145,6 +253,30 @@ cdef class CornerBuffer:
         self.corner.psi_nnz = 0
         self.corner.loss = 0.0
         self.corner.score = 0.0
+        self.corner.coord_idx = NULL
+        self.corner.coord_val = NULL
+        self.corner.coord_nnz = 0
+        self.corner.theta = NULL
+        if not compact:
+            return
+        if oracle.max_coords <= 0:
+            raise ValueError(f"{type(oracle).__name__} has no compact blocks")
+        self._coord_idx = np.zeros(max(oracle.max_coord_nnz, 1), dtype=np.int32)
+        self._coord_val = np.zeros(max(oracle.max_coord_nnz, 1))
+        self._theta = np.zeros(oracle.max_coords)
+        cdef int32_t[::1] cidx = self._coord_idx
+        cdef float64_t[::1] cval = self._coord_val
+        cdef float64_t[::1] theta = self._theta
+        self.corner.coord_idx = &cidx[0]
+        self.corner.coord_val = &cval[0]
+        self.corner.theta = &theta[0]
+
+    def dense_coords(self, intp_t i):
+        """q_i(y) dense in block i's coordinates (compact buffers only)."""
+        out = np.zeros((<MaxOracle> self._owner).block_coords(i))
+        np.add.at(out, self._coord_idx[:self.corner.coord_nnz],
+                  self._coord_val[:self.corner.coord_nnz])
+        return out
 
     def labels(self):
         return self._labels[:self.corner.n_labels].copy()

@@ -34,3 +34,20 @@ cdef inline intp_t _tree_draw(const float64_t* tree, intp_t size, intp_t n,
             target -= tree[2 * node]
             node = 2 * node + 1
     return node - size
+
+
+cdef struct Sampler:
+    # Which block each step visits: order[0..n_order) first, then one draw
+    # per uniform proportional to the sum tree (gap sampling), if any.
+    const intp_t* order
+    intp_t n_order
+    const float64_t* uniforms     # NULL without gap sampling
+    intp_t n_uniforms
+    float64_t* tree
+    intp_t tree_size
+
+
+cdef inline intp_t _next_block(const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
+    if t < smp.n_order:
+        return smp.order[t]
+    return _tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])

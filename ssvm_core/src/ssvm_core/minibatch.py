@@ -156,7 +156,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
     for blocks in round_blocks(rng, sampling, state, int(tau)):
         ask = blocks
         if cache:
-            ask = blocks[~predict_cache_hits(state, blocks, cache_factor, cache_nu)]
+            ask = blocks[~predict_cache_hits(state, blocks, cache_factor, cache_nu, oracle)]
         answers = executor.solve_blocks(oracle, state.w, ask, n_samples)
         replay = AnswerOracle(oracle, answers)
         try:

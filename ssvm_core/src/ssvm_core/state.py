@@ -13,6 +13,7 @@ import numpy as np
 from ssvm_core import _active
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._oracle import MaxOracle, PythonOracle
+from ssvm_core._view import compact_inner, compact_total
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
@@ -36,7 +37,12 @@ class SolverState:
     The dual variables alpha enter only through w_i = A alpha_[i] and
     ell_i = b^T alpha_[i] (Lacoste-Julien et al. (2013), Sec. 3); block ``i`` keeps its ``w_i`` in
     ``block_values[block_ptr[i]:block_ptr[i+1]]``, dense or on the features in
-    ``block_support`` (empty when every block is dense).
+    ``block_support`` (empty when every block is dense), or, with compact
+    blocks (``compact_blocks``, offered by the oracle, see ``MaxOracle``), as
+    coordinates b_i with w_i = A_i b_i in the oracle's block basis.  A compact
+    state needs its oracle (``for_oracle`` or ``check_compatible``) for what
+    involves the features: ``block_vector``, ``block_inner`` and the check
+    v = sum_i w_i.
 
     Parameters
     ----------
@@ -44,9 +50,11 @@ class SolverState:
         Regularisation strength lambda of the objective.
     n_blocks, n_features : int
         Number of training examples and of features.
-    supports : list of int arrays, (block_ptr, block_support) or None
+    supports : list of int arrays, tuple or None
         Per-block feature supports (see ``MaxOracle.block_support``), or
-        their flat layout; ``None`` stores every block densely.
+        their flat layout ``(block_ptr, block_support)``, or
+        ``(block_ptr, empty, True)`` for compact blocks of the sizes in
+        block_ptr; ``None`` stores every block densely.
     averaging : bool
         Keep the weighted average of the iterates (Lacoste-Julien et al. (2013), Alg. 4).
     box : (lower, upper) or None
@@ -117,8 +125,10 @@ class SolverState:
         self.lam = _check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
-        if isinstance(supports, tuple):          # (block_ptr, block_support), laid out
-            self.block_ptr, self.block_support = supports
+        self.compact_blocks = False
+        if isinstance(supports, tuple):          # (block_ptr, block_support[, compact])
+            self.block_ptr, self.block_support = supports[:2]
+            self.compact_blocks = bool(supports[2]) if len(supports) > 2 else False
         else:
             self.block_ptr, self.block_support = _layout(n_blocks, n_features, supports)
         self.block_values = np.zeros(self.block_ptr[-1])
@@ -138,8 +148,8 @@ class SolverState:
         else:
             self.lower, self.upper = check_box(box, self.n_features)
             self.w = np.clip(self.v, self.lower, self.upper)
-        self.atoms = (ActiveSets(self.n_blocks, cache_size, psi_float32) if active_sets
-                      else None)
+        self.atoms = (ActiveSets(self.n_blocks, cache_size, psi_float32, self.compact_blocks)
+                      if active_sets else None)
         self.ell = 0.0
         self.averaging = bool(averaging)
         self.avg_u = np.zeros(n_features if averaging else 0)
@@ -169,7 +179,21 @@ class SolverState:
 
     @property
     def dense_blocks(self) -> bool:
-        return self.block_support.shape[0] == 0
+        return self.block_support.shape[0] == 0 and not self.compact_blocks
+
+    @property
+    def block_storage(self) -> str:
+        """How the blocks are kept: "dense", "sparse" or "compact"."""
+        if self.compact_blocks:
+            return "compact"
+        return "dense" if self.dense_blocks else "sparse"
+
+    def _basis(self) -> MaxOracle:
+        """The oracle whose block basis maps a compact state's coordinates."""
+        if self._compatible_oracle is None:
+            raise ValueError("this state keeps compact blocks: bind it to its oracle first "
+                             "(SolverState.check_compatible(oracle))")
+        return self._compatible_oracle
 
     @property
     def has_box(self) -> bool:
@@ -182,6 +206,8 @@ class SolverState:
     def block_vector(self, i: int) -> np.ndarray:
         """w_i as a dense vector."""
         start, stop = self.block_ptr[i], self.block_ptr[i + 1]
+        if self.compact_blocks:
+            return self._basis().coord_expand_py(i, self.block_values[start:stop])
         if self.dense_blocks:
             return self.block_values[start:stop].copy()
         out = np.zeros(self.n_features)
@@ -286,6 +312,9 @@ class SolverState:
     def block_inner(self, w: np.ndarray) -> np.ndarray:
         """<v_i, w> of every block, shape (n_blocks,), in O(size of the blocks)."""
         n = self.n_blocks
+        if self.compact_blocks:
+            return compact_inner(self._basis(), self.block_values, self.block_ptr,
+                                 np.ascontiguousarray(w, dtype=np.float64))
         if self.dense_blocks:
             return self.block_values.reshape(n, self.n_features) @ w
         owner = np.repeat(np.arange(n), np.diff(self.block_ptr))
@@ -370,7 +399,13 @@ class SolverState:
         n, d = self.n_blocks, self.n_features
         for i in range(n):
             alpha = self.atoms.alphas(i)
-            psi = self.atoms.psi_matrix(i, d)
+            start, stop = self.block_ptr[i], self.block_ptr[i + 1]
+            if self.compact_blocks:       # atoms and blocks both in block coordinates
+                psi = self.atoms.psi_matrix(i, stop - start)
+                v_block = self.block_values[start:stop]
+            else:
+                psi = self.atoms.psi_matrix(i, d)
+                v_block = self.block_vector(i)
             loss = self.atoms.losses(i)
             if alpha.min() < 0 or abs(alpha.sum() - 1.0) > atol * alpha.size:
                 raise AssertionError(f"block {i}: alpha {alpha} is not on the simplex")
@@ -378,9 +413,9 @@ class SolverState:
                 raise AssertionError(f"block {i}: atom 0 is not the ground truth")
             scale = max(1.0, float(np.abs(psi).max()) / (self.lam * n))
             v_i = alpha @ psi / (self.lam * n)
-            if np.abs(v_i - self.block_vector(i)).max() > atol * scale:
+            if np.abs(v_i - v_block).max(initial=0.0) > atol * scale:
                 raise AssertionError(f"block {i}: v_i differs from sum alpha psi / (lam n) "
-                                     f"by {np.abs(v_i - self.block_vector(i)).max():.3g}")
+                                     f"by {np.abs(v_i - v_block).max():.3g}")
             if abs(alpha @ loss / n - self.block_ell[i]) > atol * max(1.0, loss.max() / n):
                 raise AssertionError(f"block {i}: ell_i differs from sum alpha L / n")
 
@@ -391,21 +426,15 @@ class SolverState:
         w = clip(v) (or w = v without a box), ell = sum_i ell_i, and with
         active sets their invariants (``check_atoms``): alpha on the simplex
         and A alpha = v.  Tolerances are relative to the size of the terms.
-        ``load`` calls it on every file it reads.
+        ``load`` calls it on every file it reads.  A compact state checks
+        v = sum_i v_i only when bound to its oracle (``check_compatible``
+        does it then).
         """
-        n, d = self.n_blocks, self.n_features
         problems = _array_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
-        total = np.zeros(d)
-        if self.dense_blocks:
-            total += self.block_values.reshape(n, d).sum(axis=0)
-        else:
-            np.add.at(total, self.block_support, self.block_values)
-        scale = max(1.0, float(np.abs(self.block_values).max(initial=0.0)))
-        if np.abs(total - self.v).max(initial=0.0) > atol * scale * max(n, 1):
-            raise ValueError(f"v differs from the sum of the block vectors by "
-                             f"{np.abs(total - self.v).max():.3g}")
+        if not self.compact_blocks or self._compatible_oracle is not None:
+            self._check_block_sum(atol)
         if not np.array_equal(self.w, self.project(self.v)):
             raise ValueError("w is not the projection of v onto the box")
         if abs(self.ell - float(np.sum(self.block_ell))) > atol * max(
@@ -413,13 +442,29 @@ class SolverState:
             raise ValueError(f"ell = {self.ell} differs from the sum of the block ells "
                              f"{float(np.sum(self.block_ell))}")
         if self.atoms is not None:
-            if self.atoms.n_blocks != n:
-                raise ValueError(f"the active sets have {self.atoms.n_blocks} blocks, "
-                                 f"the state {n}")
+            if self.atoms.n_blocks != self.n_blocks or self.atoms.compact != self.compact_blocks:
+                raise ValueError(f"the active sets have {self.atoms.n_blocks} blocks "
+                                 f"(compact: {self.atoms.compact}), the state "
+                                 f"{self.n_blocks} (compact: {self.compact_blocks})")
             try:
                 self.check_atoms(max(atol, 1e-8))
             except AssertionError as err:
                 raise ValueError(f"active sets: {err}") from None
+
+    def _check_block_sum(self, atol: float) -> None:
+        """v = sum_i v_i to ``atol`` relative to the size of the terms."""
+        n, d = self.n_blocks, self.n_features
+        if self.compact_blocks:
+            total = compact_total(self._basis(), self.block_values, self.block_ptr)
+        elif self.dense_blocks:
+            total = self.block_values.reshape(n, d).sum(axis=0)
+        else:
+            total = np.zeros(d)
+            np.add.at(total, self.block_support, self.block_values)
+        scale = max(1.0, float(np.abs(self.block_values).max(initial=0.0)))
+        if np.abs(total - self.v).max(initial=0.0) > atol * scale * max(n, 1):
+            raise ValueError(f"v differs from the sum of the block vectors by "
+                             f"{np.abs(total - self.v).max():.3g}")
 
     @property
     def fingerprint(self) -> dict | None:
@@ -444,7 +489,10 @@ class SolverState:
             raise ValueError(
                 f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
                 f"{oracle.n_blocks} x {oracle.n_features}: warm start needs the same data")
-        ptr, support = _oracle_layout(oracle)
+        ptr, support, compact = _oracle_layout(oracle)
+        if compact != self.compact_blocks:
+            raise ValueError(f"the state keeps {self.block_storage} blocks, the oracle "
+                             f"{'offers' if compact else 'does not offer'} compact ones")
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
@@ -460,6 +508,12 @@ class SolverState:
                               "its type and shapes", RuntimeWarning, stacklevel=3)
         self._compatible_oracle = oracle
         self._fingerprint = current
+        if self.compact_blocks:
+            try:
+                self._check_block_sum(1e-9)
+            except ValueError:
+                self._compatible_oracle = None
+                raise
 
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
@@ -490,6 +544,7 @@ class SolverState:
         meta["rng_state"] = self.rng_state
         meta["format_version"] = _FORMAT_VERSION
         meta["fingerprint"] = self.fingerprint
+        meta["compact_blocks"] = self.compact_blocks
         arrays = {name: getattr(self, name) for name in _ARRAYS}
         if self.atoms is not None:
             arrays.update(self.atoms.to_arrays())
@@ -542,6 +597,9 @@ class SolverState:
             raise ValueError(f"metadata misses {missing}")
         state = cls.__new__(cls)
         state._compatible_oracle = None
+        state.compact_blocks = meta.get("compact_blocks", False)
+        if not isinstance(state.compact_blocks, bool):
+            raise ValueError(f"compact_blocks = {state.compact_blocks!r} is not a bool")
         state._fingerprint = meta.get("fingerprint")
         for name in _SCALARS + _COUNTERS:
             setattr(state, name, meta[name])
@@ -575,8 +633,10 @@ class SolverState:
             state.atoms = None
         else:
             idx = atoms.get("atom_psi_idx")
-            if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= state.n_features):
-                raise ValueError("active-set psi indices outside [0, n_features)")
+            bound = (int(np.diff(state.block_ptr).max()) if state.compact_blocks
+                     else state.n_features)
+            if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= bound):
+                raise ValueError(f"active-set psi indices outside [0, {bound})")
             state.atoms = ActiveSets.from_arrays(atoms)
         state.check()
         if not state.has_box:
@@ -625,7 +685,10 @@ def _array_problems(state: SolverState) -> list[str]:
     if state.block_values.shape != (int(ptr[-1]),):
         return [f"block_values has {state.block_values.shape[0]} entries, block_ptr "
                 f"says {int(ptr[-1])}"]
-    if support.shape[0] == 0:
+    if state.compact_blocks:
+        if support.shape[0]:
+            problems.append("compact blocks have no block_support")
+    elif support.shape[0] == 0:
         if not np.array_equal(ptr, np.arange(n + 1) * d):
             problems.append("dense blocks must have n_features entries each")
     elif support.shape != (int(ptr[-1]),):
@@ -645,16 +708,21 @@ def _array_problems(state: SolverState) -> list[str]:
     return problems
 
 
-def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray]:
-    """``(block_ptr, block_support)`` of ``oracle``'s blocks, checked (see ``_layout``).
+def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(block_ptr, block_support, compact)`` of ``oracle``'s blocks, checked (see
+    ``_layout``): compact blocks when the oracle offers them.
 
     The checks run once over the concatenated supports, not block by block,
     which matters for data sets with many sparse blocks (CoNLL).
     """
     n, d = oracle.n_blocks, oracle.n_features
+    if oracle.max_coords > 0:
+        ptr = np.zeros(n + 1, dtype=np.intp)
+        np.cumsum(oracle.coord_sizes(), out=ptr[1:])
+        return ptr, np.zeros(0, dtype=np.int32), True
     supports = [oracle.block_support(i) for i in range(n)]
     if all(sup is None for sup in supports):
-        return _layout(n, d, None)
+        return (*_layout(n, d, None), False)
     arrays = [np.arange(d) if sup is None else np.asarray(sup) for sup in supports]
     bad = [i for i, a in enumerate(arrays)
            if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer))]
@@ -671,7 +739,7 @@ def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray]:
         k = int(np.flatnonzero(inner & (step <= 0))[0])
         i = int(np.searchsorted(ptr, k, "right")) - 1
         raise ValueError(f"block_support({i}) must be strictly increasing")
-    return ptr, flat
+    return ptr, flat, False
 
 
 def _layout(n_blocks: int, n_features: int,

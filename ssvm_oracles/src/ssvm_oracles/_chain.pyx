@@ -21,16 +21,28 @@ With ``sparse_blocks`` the oracle reports per-block supports: psi_i(y) of
 any labelling y touches only the emission rows of the features active in
 sequence i, the transitions (when T_i >= 2), and bias, start and end, so the
 solvers store each block's w_i on that support.
+
+With ``compact_blocks`` the oracle offers compact blocks (``MaxOracle``):
+psi_i(y) = A_i q_i(y) with q_i(y) = e(x_i, y_i) - e(x_i, y) for the
+sufficient statistic e(x, y) = [token-label indicators (T x K) | transition
+counts (K x K, when T >= 2)].  Column (t, k) of A_i is token t's features in
+state k's emission row plus bias[k] (and start[k] at t = 0, end[k] at
+t = T - 1); a transition column is its own entry of w.  So a block's dual
+vector is kept in T K + K K numbers instead of d, A_i^T w is the unary table
+Viterbi computes anyway plus the transitions, and ||A_i e||^2 needs only the
+T x T Gram matrix G[t, s] = <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1],
+computed once per sequence.
 """
 
 cimport cython
 from libc.stdlib cimport free
+from libc.string cimport memcpy
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport checked_malloc, dot_gather
+from ssvm_core._vector cimport checked_malloc, dot, dot_gather
 
 
 cdef extern from "_maxsum.h" nogil:
@@ -211,6 +223,72 @@ cdef intp_t _write_psi(const _Layout* L, const _Tokens* x, const int32_t* y,
     return wrong
 
 
+cdef void _write_coords(intp_t K, intp_t T, const int32_t* y, const int32_t* z,
+                        Corner* c) noexcept nogil:
+    """q = e(x, y) - e(x, z) in block coordinates (token t, state k at t K + k;
+    transition a -> b at T K + a K + b) as COO entries in c."""
+    cdef intp_t t, nnz = 0
+    for t in range(T):
+        if y[t] != z[t]:
+            c.coord_idx[nnz] = <int32_t> (t * K + y[t])
+            c.coord_val[nnz] = 1.0
+            c.coord_idx[nnz + 1] = <int32_t> (t * K + z[t])
+            c.coord_val[nnz + 1] = -1.0
+            nnz += 2
+    for t in range(T - 1):
+        if y[t] != z[t] or y[t + 1] != z[t + 1]:
+            c.coord_idx[nnz] = <int32_t> (T * K + y[t] * K + y[t + 1])
+            c.coord_val[nnz] = 1.0
+            c.coord_idx[nnz + 1] = <int32_t> (T * K + z[t] * K + z[t + 1])
+            c.coord_val[nnz + 1] = -1.0
+            nnz += 2
+    c.coord_nnz = nnz
+
+
+cdef void _write_theta(const _Layout* L, const float64_t* u, const float64_t* w, intp_t T,
+                       float64_t* theta) noexcept nogil:
+    """theta = A_i^T w: the unary table u (before loss augmentation), then the
+    transitions when T >= 2."""
+    memcpy(theta, u, T * L.K * sizeof(float64_t))
+    if T >= 2:
+        memcpy(theta + T * L.K, w + L.off_trans, L.K * L.K * sizeof(float64_t))
+
+
+def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
+                   const float64_t[::1] feat_val, const intp_t[::1] seq_ptr,
+                   intp_t n_features):
+    """Per sequence the T x T matrix <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1],
+    flattened row-major into one array, with the offsets ``ptr`` (``(ptr, grams)``)."""
+    cdef intp_t n = seq_ptr.shape[0] - 1, i, T, t, s, p, t0
+    ptr = np.zeros(n + 1, dtype=np.intp)
+    cdef intp_t[::1] pv = ptr
+    for i in range(n):
+        T = seq_ptr[i + 1] - seq_ptr[i]
+        pv[i + 1] = pv[i] + T * T
+    grams = np.zeros(pv[n])
+    cdef float64_t[::1] g = grams
+    cdef float64_t[::1] row = np.zeros(max(n_features, 1))
+    cdef float64_t acc
+    with nogil:
+        for i in range(n):
+            t0 = seq_ptr[i]
+            T = seq_ptr[i + 1] - t0
+            for t in range(T):
+                for p in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+                    row[feat_idx[p]] += feat_val[p]
+                for s in range(t, T):
+                    acc = 1.0
+                    for p in range(tok_ptr[t0 + s], tok_ptr[t0 + s + 1]):
+                        acc = acc + row[feat_idx[p]] * feat_val[p]
+                    if s == t and (t == 0 or t == T - 1):
+                        acc = acc + (2.0 if T == 1 else 1.0)
+                    g[pv[i] + t * T + s] = acc
+                    g[pv[i] + s * T + t] = acc
+                for p in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
+                    row[feat_idx[p]] = 0.0
+    return ptr, grams
+
+
 def max_psi_entries(const intp_t[::1] tok_ptr, const intp_t[::1] seq_ptr):
     """Per sequence, the most COO entries ``_write_psi`` can emit."""
     cdef intp_t n = seq_ptr.shape[0] - 1, i, T, nnz
@@ -252,9 +330,13 @@ cdef class ChainOracle(MaxOracle):
     cdef readonly float64_t[::1] feat_val
     cdef readonly bint sparse_blocks
     cdef object _block_features           # (ptr, features): distinct features per sequence
+    cdef const intp_t[::1] _gram_ptr      # compact blocks: per-sequence Gram matrices
+    cdef const float64_t[::1] _grams
 
     def __init__(self, intp_t n_states, intp_t n_features, tok_ptr, feat_idx, feat_val,
-                 seq_ptr, labels, bint sparse_blocks=False):
+                 seq_ptr, labels, bint sparse_blocks=False, bint compact_blocks=False):
+        if sparse_blocks and compact_blocks:
+            raise ValueError("choose sparse_blocks or compact_blocks, not both")
         self.L = _layout(n_states, n_features)
         self.sparse_blocks = sparse_blocks
         self._block_features = (sequence_features(tok_ptr, feat_idx, seq_ptr)
@@ -273,12 +355,83 @@ cdef class ChainOracle(MaxOracle):
         self.max_psi_nnz = int(np.max(max_psi_entries(self.tok_ptr, self.seq_ptr)))
         self.dense_psi = False
         self.needs_gil = False
+        if compact_blocks:
+            self._gram_ptr, self._grams = sequence_grams(self.tok_ptr, self.feat_idx,
+                                                         self.feat_val, self.seq_ptr,
+                                                         n_features)
+            K = n_states
+            self.max_coords = self.max_labels * K + K * K
+            self.max_coord_nnz = 4 * self.max_labels
+            token_nnz = np.diff(np.asarray(self.tok_ptr)[np.asarray(self.seq_ptr)])
+            self.max_expand = int(np.max((token_nnz + lengths + 2) * K)) + K * K
 
     def __reduce__(self):
         return (ChainOracle, (self.L.K, self.L.F, np.asarray(self.tok_ptr),
                               np.asarray(self.feat_idx), np.asarray(self.feat_val),
                               np.asarray(self.seq_ptr), np.asarray(self.labels),
-                              self.sparse_blocks))
+                              self.sparse_blocks, self.max_coords > 0))
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i]
+        if self.max_coords <= 0:
+            return 0
+        return T * self.L.K + (self.L.K * self.L.K if T >= 2 else 0)
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        cdef _Tokens x = self._tokens(i)
+        _unaries(&self.L, &x, w, theta)
+        if x.T >= 2:
+            memcpy(theta + x.T * self.L.K, w + self.L.off_trans,
+                   self.L.K * self.L.K * sizeof(float64_t))
+        return 0
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
+        """sum_k e[., k]^T G e[., k] + ||e_trans||^2, in O(T^2 K + K^2)."""
+        cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i], K = self.L.K, t, s
+        cdef const float64_t* G = &self._grams[self._gram_ptr[i]]
+        cdef float64_t total = 0.0, cross = 0.0
+        for t in range(T):
+            total += G[t * T + t] * dot(e + t * K, e + t * K, K)
+            for s in range(t + 1, T):
+                cross += G[t * T + s] * dot(e + t * K, e + s * K, K)
+        total += 2.0 * cross
+        if T >= 2:
+            total += dot(e + T * K, e + T * K, K * K)
+        return total
+
+    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
+                             float64_t* val) except -1 nogil:
+        cdef _Tokens x = self._tokens(i)
+        cdef intp_t T = x.T, K = self.L.K, t, k, p, nnz = 0
+        cdef float64_t a
+        for t in range(T):
+            for k in range(K):
+                a = e[t * K + k]
+                if a == 0.0:
+                    continue
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    idx[nnz] = <int32_t> (x.idx[p] * K + k)
+                    val[nnz] = a * x.val[p]
+                    nnz += 1
+                idx[nnz] = <int32_t> (self.L.off_bias + k)
+                val[nnz] = a
+                nnz += 1
+                if t == 0:
+                    idx[nnz] = <int32_t> (self.L.off_start + k)
+                    val[nnz] = a
+                    nnz += 1
+                if t == T - 1:
+                    idx[nnz] = <int32_t> (self.L.off_end + k)
+                    val[nnz] = a
+                    nnz += 1
+        if T >= 2:
+            for k in range(K * K):
+                if e[T * K + k] != 0.0:
+                    idx[nnz] = <int32_t> (self.L.off_trans + k)
+                    val[nnz] = e[T * K + k]
+                    nnz += 1
+        return nnz
 
     def block_support(self, i):
         """Sorted feature indices psi_i(y) can touch for any y (None: dense blocks).
@@ -315,6 +468,8 @@ cdef class ChainOracle(MaxOracle):
                                                         "Viterbi unary table")
         try:
             _unaries(&self.L, &x, w, u)
+            if out.theta != NULL:
+                _write_theta(&self.L, u, w, T, out.theta)
             truth = _path_score(&self.L, u, w, y, T)
             for t in range(T):                  # loss augmentation, 1/T per error
                 for k in range(K):
@@ -327,6 +482,8 @@ cdef class ChainOracle(MaxOracle):
         out.n_labels = T
         out.loss = _write_psi(&self.L, &x, y, out.labels, out) / <float64_t> T
         out.score = best - truth
+        if out.coord_idx != NULL:
+            _write_coords(K, T, y, out.labels, out)
         return 0
 
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
@@ -357,6 +514,9 @@ cdef class ChainOracle(MaxOracle):
             f = mem + T * K
             g = mem + 2 * T * K
             _unaries(&self.L, &x, w, u)
+            for j in range(k):
+                if outs[j].theta != NULL:
+                    _write_theta(&self.L, u, w, T, outs[j].theta)
             truth = _path_score(&self.L, u, w, y, T)
             for t in range(T):
                 for s in range(K):
@@ -405,6 +565,8 @@ cdef class ChainOracle(MaxOracle):
         out.n_labels = T
         out.loss = _write_psi(&self.L, x, y, out.labels, out) / <float64_t> T
         out.score = score
+        if out.coord_idx != NULL:
+            _write_coords(self.L.K, T, y, out.labels, out)
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
@@ -423,6 +585,8 @@ cdef class ChainOracle(MaxOracle):
         out.loss = _write_psi(&self.L, &x, &self.labels[self.seq_ptr[i]], labels,
                               out) / <float64_t> x.T
         out.score = out.loss - dot_gather(w, out.psi_idx, out.psi_val, out.psi_nnz)
+        if out.coord_idx != NULL:
+            _write_coords(self.L.K, x.T, &self.labels[self.seq_ptr[i]], labels, out)
         return 0
 
 

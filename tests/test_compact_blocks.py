@@ -1,0 +1,190 @@
+"""Compact dual blocks (``MaxOracle.coord_*``, ``ChainModel(compact_blocks=True)``).
+
+A compact state keeps each block's dual vector as coordinates b_i with
+w_i = A_i b_i.  That is a change of representation only: every solver
+variant must reach the same iterates as with dense blocks (up to rounding),
+the dual bookkeeping must stay consistent (``SolverState.check``), and the
+certified gap must equal primal minus dual computed independently.
+"""
+
+import numpy as np
+import pytest
+
+from ssvm_core import SolverState, solve
+from ssvm_core.testing import check_gaps
+from ssvm_core.testing.toy import random_chain_data
+from ssvm_oracles import ChainModel
+
+
+def _data(seed=0, n=12, max_length=5, n_states=3, n_features=4):
+    return random_chain_data(np.random.default_rng(seed), n, max_length, n_states, n_features)
+
+
+def _oracles(X, Y, n_states=3):
+    return (ChainModel(n_states, sparse_blocks=False).bind(X, Y),
+            ChainModel(n_states, compact_blocks=True).bind(X, Y))
+
+
+def _sparse_tokens(seed=1, n=10, n_features=30):
+    """Sequences of sparse token features (a few active attributes each), as in CoNLL."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, 7))
+        x = np.zeros((T, n_features))
+        for t in range(T):
+            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
+        X.append(x)
+        Y.append(rng.integers(0, 4, size=T))
+    return X, Y
+
+
+@pytest.mark.parametrize("data", [_data(), _sparse_tokens()], ids=["gaussian", "sparse"])
+def test_chain_basis_identities(data):
+    """A_i q = psi, <e, A_i^T w> = <A_i e, w>, ||A_i e||^2 by the Gram matrix."""
+    X, Y = data
+    K = int(max(y.max() for y in Y)) + 1
+    dense, compact = _oracles(X, Y, K)
+    rng = np.random.default_rng(3)
+    for i in range(compact.n_blocks):
+        w = rng.normal(size=compact.n_features)
+        labels, psi, loss, score = dense.solve_py(i, w)
+        lab2, psi2, q, theta, loss2, score2 = compact.solve_coords_py(i, w)
+        np.testing.assert_array_equal(labels, lab2)
+        assert (loss, score) == (loss2, score2)
+        np.testing.assert_allclose(compact.coord_expand_py(i, q), psi, atol=1e-12)
+        np.testing.assert_allclose(theta, compact.coord_scores_py(i, w))
+        e = rng.normal(size=q.size)
+        Ae = compact.coord_expand_py(i, e)
+        assert e @ theta == pytest.approx(Ae @ w, rel=1e-10, abs=1e-10)
+        assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10)
+        other = rng.integers(0, K, size=len(Y[i]))
+        psi3, q3, loss3, score3 = compact.evaluate_coords_py(i, other, w)
+        np.testing.assert_allclose(compact.coord_expand_py(i, q3), psi3, atol=1e-12)
+        assert score3 == pytest.approx(dense.evaluate_py(i, other, w)[2])
+
+
+# Pairwise and hybrid steps equalise the scores of the two atoms they move
+# between, so the next away atom of that block is a tie that rounding breaks:
+# compact and dense runs then take different (equally valid) paths.  For
+# them the certificates are checked exactly, and each run's dual must stay
+# below the other's primal (weak duality across the two runs).
+VARIANTS = [
+    dict(),
+    dict(line_search=False),
+    dict(batch=True),
+    dict(step="fw", cache=True),
+    dict(step="pairwise"),
+    dict(step="away", n_samples=3),
+    dict(step="hybrid"),
+    dict(step="corrective"),
+    dict(step="sequential", n_samples=3),
+    dict(sampling="gap"),
+    dict(sampling="gap", step="pairwise", cache=True),
+    dict(box=(-0.05, 0.05)),
+    dict(box=(-0.05, 0.05), step="pairwise"),
+    dict(averaging="average"),
+    dict(batch_blocks=4),
+    dict(batch_blocks=4, step="pairwise", cache=True),
+]
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in
+                                                                  kw.items()) or "bcfw")
+def test_every_variant_matches_dense_blocks_and_is_certified(kw):
+    X, Y = _data()
+    results = [solve(oracle, 0.1, max_passes=8, gap_check_every=4, random_state=0, **kw)
+               for oracle in _oracles(X, Y)]
+    dense, compact = results
+    state = compact.state
+    assert state.block_storage == "compact"
+    state.check()
+    dual, dense_dual = compact.history[-1]["dual"], dense.history[-1]["dual"]
+    if kw.get("step") in ("pairwise", "hybrid"):
+        assert dual <= dense.history[-1]["primal"] + 1e-12
+        assert dense_dual <= compact.history[-1]["primal"] + 1e-12
+    else:
+        np.testing.assert_allclose(compact.w, dense.w, rtol=1e-7, atol=1e-9)
+        assert dual == pytest.approx(dense_dual, rel=1e-7, abs=1e-12)
+    # The certified gap of the plain iterate is primal minus dual, computed here
+    # from w_i = A_i b_i (block_vector) and an independent max over the oracle.
+    gaps = check_gaps(_oracles(X, Y)[0], state)
+    if state.exact_gaps:
+        np.testing.assert_allclose(state.certified_gaps, gaps, rtol=1e-8, atol=1e-12)
+    assert gaps.sum() >= -1e-12
+
+
+def test_compact_blocks_store_less():
+    X, Y = _data(n=20, max_length=4, n_states=3, n_features=40)
+    dense, compact = (SolverState.for_oracle(o, 0.1) for o in _oracles(X, Y))
+    assert compact.block_values.size < dense.block_values.size / 4
+
+
+def test_save_load_resume_is_exact(tmp_path):
+    X, Y = _data()
+    _, oracle = _oracles(X, Y)
+    whole = solve(oracle, 0.1, step="pairwise", cache=True, max_passes=6, random_state=0,
+                  averaging="plain")
+    first = solve(oracle, 0.1, step="pairwise", cache=True, max_passes=3, random_state=0,
+                  averaging="plain")
+    first.state.save(tmp_path / "state.npz")
+    loaded = SolverState.load(tmp_path / "state.npz")
+    assert loaded.block_storage == "compact" and loaded.atoms.compact
+    _, fresh = _oracles(X, Y)                       # a new, equal oracle object
+    rest = solve(fresh, 0.1, step="pairwise", cache=True, max_passes=3, state=loaded,
+                 averaging="plain")
+    np.testing.assert_array_equal(rest.w, whole.w)
+
+
+def test_rescale_and_shrink_duals_match_dense():
+    X, Y = _data()
+    results = []
+    for oracle in _oracles(X, Y):
+        state = solve(oracle, 0.1, max_passes=4, random_state=0).state
+        state.rescale(0.2)
+        delta = state.shrink_duals(0.05)
+        results.append((state.v.copy(), state.ell, delta, state.block_deltas()))
+    (v1, ell1, d1, b1), (v2, ell2, d2, b2) = results
+    np.testing.assert_allclose(v2, v1, rtol=1e-10, atol=1e-13)
+    assert (ell2, d2) == pytest.approx((ell1, d1), rel=1e-10)
+    np.testing.assert_allclose(b2, b1, rtol=1e-9, atol=1e-13)
+
+
+def test_regularization_path_on_compact_blocks():
+    from ssvm_paths import regularization_path
+    X, Y = _data()
+    paths = [regularization_path(o, eps=0.1, lam_min=0.05, max_passes=50, random_state=0,
+                                 step="fw")
+             for o in _oracles(X, Y)]
+    assert len(paths[0].lams) == len(paths[1].lams)
+    np.testing.assert_allclose(paths[1].lams, paths[0].lams, rtol=1e-6)
+
+
+def test_a_compact_state_needs_its_kind_of_oracle():
+    X, Y = _data()
+    dense, compact = _oracles(X, Y)
+    state = solve(compact, 0.1, max_passes=2, random_state=0).state
+    with pytest.raises(ValueError, match="compact"):
+        solve(dense, 0.1, max_passes=1, state=state)
+    state = solve(dense, 0.1, max_passes=2, random_state=0).state
+    with pytest.raises(ValueError, match="compact"):
+        solve(compact, 0.1, max_passes=1, state=state)
+
+
+def test_a_loaded_compact_state_is_checked_against_its_oracle(tmp_path):
+    X, Y = _data()
+    _, compact = _oracles(X, Y)
+    state = solve(compact, 0.1, max_passes=2, random_state=0).state
+    state.v[0] += 1.0                              # v no longer sums the blocks
+    state.w = state.v
+    state.save(tmp_path / "bad.npz")
+    loaded = SolverState.load(tmp_path / "bad.npz")  # the sum needs the oracle: not yet
+    with pytest.raises(ValueError, match="sum of the block vectors"):
+        loaded.check_compatible(_oracles(X, Y)[1])
+    with pytest.raises(ValueError, match="bind it to its oracle"):
+        loaded.block_vector(0)
+
+
+def test_compact_and_sparse_blocks_are_exclusive():
+    with pytest.raises(ValueError, match="not both"):
+        ChainModel(3, sparse_blocks=True, compact_blocks=True)
