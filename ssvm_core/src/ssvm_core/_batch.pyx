@@ -478,6 +478,10 @@ cdef class AnswerOracle(MaxOracle):
                              float64_t* val) except -1 nogil:
         return self.oracle.coord_expand(i, e, idx, val)
 
+    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
+                       float64_t c2) except -1 nogil:
+        return self.oracle.coord_add(i, e, out, out2, c2)
+
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil:
         cdef intp_t b = self._slot(i), j, got

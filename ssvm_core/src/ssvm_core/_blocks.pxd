@@ -253,6 +253,9 @@ cdef inline int _block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64
     for k in range(m):
         b.e[k] = a * wi[k] + c * s[k]
         wi[k] += b.e[k]
+    if p.lower == NULL:                  # w is v: one fused pass over A_i e
+        oracle.coord_add(i, b.e, p.v, p.avg_u, avg_coef)
+        return 0
     nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
     _apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
     return 0

@@ -56,6 +56,9 @@ cdef class MaxOracle:
     # A_i e as COO entries (repeated indices add up); returns how many were written
     cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
                              float64_t* val) except -1 nogil
+    # out += A_i e and, when out2 is not NULL, out2 += c2 A_i e (dense d-vectors)
+    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
+                       float64_t c2) except -1 nogil
 
 
 cdef class CornerBuffer:

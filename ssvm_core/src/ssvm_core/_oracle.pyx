@@ -34,6 +34,9 @@ cdef class MaxOracle:
     when they are set.  The solvers then store each block's dual vector as
     its ``block_coords(i)`` coordinates instead of a d-vector.
 
+    ``coord_add`` is the fused form of ``coord_expand`` that the solvers use
+    without a box.
+
     ``exact`` (True here) says whether ``solve`` returns a true maximiser of
     H_i(y; w).  Approximate oracles (loopy belief propagation, move-making
     algorithms, ...) override it to return False; the solvers then report
@@ -82,6 +85,11 @@ cdef class MaxOracle:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
 
+    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
+                       float64_t c2) except -1 nogil:
+        with gil:
+            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+
     @property
     def compact_blocks(self) -> bool:
         """Whether the oracle offers compact blocks (``max_coords > 0``)."""
@@ -123,6 +131,17 @@ cdef class MaxOracle:
         out = np.zeros(self.n_features)
         np.add.at(out, idx[:nnz], val[:nnz])
         return out
+
+    def coord_add_py(self, i, e, out, out2=None, c2=0.0):
+        """Python twin of ``coord_add``: ``out += A_i e`` (and ``out2 += c2 A_i e``)
+        in place; both must be float64 C-contiguous d-vectors."""
+        i = self._check_compact(i)
+        cdef const float64_t[::1] ev = self._coords_of(i, e)
+        cdef float64_t[::1] o1 = out
+        cdef float64_t[::1] o2 = out2 if out2 is not None else None
+        if o1.shape[0] != self.n_features or (o2 is not None and o2.shape[0] != self.n_features):
+            raise ValueError(f"out and out2 must have {self.n_features} entries")
+        self.coord_add(i, &ev[0], &o1[0], NULL if o2 is None else &o2[0], c2)
 
     def solve_coords_py(self, i, w):
         """``solve`` with the compact buffers: ``(labels, psi, q, theta, loss, score)``,

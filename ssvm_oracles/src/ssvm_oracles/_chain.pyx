@@ -53,6 +53,12 @@ cdef extern from "_maxsum.h" nogil:
                               intp_t K)
 
 
+# coord_add updates only the nonzero labels of a token when there are at most
+# this many (and at most half of K); else a dense K-vector axpy is faster.
+cdef enum:
+    _SPARSE_LABELS = 8
+
+
 cdef struct _Layout:
     intp_t K, F, off_trans, off_bias, off_start, off_end
 
@@ -254,6 +260,16 @@ cdef void _write_theta(const _Layout* L, const float64_t* u, const float64_t* w,
         memcpy(theta + T * L.K, w + L.off_trans, L.K * L.K * sizeof(float64_t))
 
 
+cdef inline void _add_unary_extras(const _Layout* L, intp_t t, intp_t T, const float64_t* et,
+                                   float64_t a, float64_t* out) noexcept nogil:
+    """The bias, start and end entries of token t's columns: out += a (their share)."""
+    ssvm_axpy(a, et, out + L.off_bias, L.K)
+    if t == 0:
+        ssvm_axpy(a, et, out + L.off_start, L.K)
+    if t == T - 1:
+        ssvm_axpy(a, et, out + L.off_end, L.K)
+
+
 def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
                    const float64_t[::1] feat_val, const intp_t[::1] seq_ptr,
                    intp_t n_features):
@@ -364,6 +380,52 @@ cdef class ChainOracle(MaxOracle):
             self.max_coord_nnz = 4 * self.max_labels
             token_nnz = np.diff(np.asarray(self.tok_ptr)[np.asarray(self.seq_ptr)])
             self.max_expand = int(np.max((token_nnz + lengths + 2) * K)) + K * K
+
+    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
+                       float64_t c2) except -1 nogil:
+        """out += A_i e (and out2 += c2 A_i e), token by token: a K-vector axpy into
+        the emission row of each of its features, as ``_unaries`` reads them, or,
+        when few of the token's K coordinates are nonzero (a block's mass sits on
+        few labels per token), only those entries of each row."""
+        cdef _Tokens x = self._tokens(i)
+        cdef intp_t T = x.T, K = self.L.K, t, p, q, nz
+        cdef const float64_t* et
+        cdef float64_t* row
+        cdef int32_t labels[_SPARSE_LABELS]
+        for t in range(T):
+            et = e + t * K
+            nz = 0
+            for q in range(K):
+                if et[q] != 0.0:
+                    if nz == _SPARSE_LABELS:
+                        nz += 1
+                        break
+                    labels[nz] = <int32_t> q
+                    nz += 1
+            if nz == 0:
+                continue
+            if nz <= _SPARSE_LABELS and 2 * nz <= K:
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    row = out + x.idx[p] * K
+                    for q in range(nz):
+                        row[labels[q]] += x.val[p] * et[labels[q]]
+                    if out2 != NULL:
+                        row = out2 + x.idx[p] * K
+                        for q in range(nz):
+                            row[labels[q]] += c2 * x.val[p] * et[labels[q]]
+            else:
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    ssvm_axpy(x.val[p], et, out + x.idx[p] * K, K)
+                    if out2 != NULL:
+                        ssvm_axpy(c2 * x.val[p], et, out2 + x.idx[p] * K, K)
+            _add_unary_extras(&self.L, t, T, et, 1.0, out)
+            if out2 != NULL:
+                _add_unary_extras(&self.L, t, T, et, c2, out2)
+        if T >= 2:
+            ssvm_axpy(1.0, e + T * K, out + self.L.off_trans, K * K)
+            if out2 != NULL:
+                ssvm_axpy(c2, e + T * K, out2 + self.L.off_trans, K * K)
+        return 0
 
     def __reduce__(self):
         return (ChainOracle, (self.L.K, self.L.F, np.asarray(self.tok_ptr),

@@ -35,6 +35,10 @@ cdef int _alloc_corner(MaxOracle oracle, Corner* c) except -1 nogil:
     c.labels = NULL
     c.psi_val = NULL
     c.psi_idx = NULL
+    c.coord_idx = NULL               # no compact answers from scratch corners
+    c.coord_val = NULL
+    c.coord_nnz = 0
+    c.theta = NULL
     cdef bint done = False
     c.n_labels = 0
     c.psi_nnz = 0
@@ -467,6 +471,9 @@ cdef class ProductOracle(_Composite):
         cdef intp_t c, lab_off = self.k, nnz = 0, d, f
         cdef Corner part
         cdef bint dense
+        part.coord_idx = NULL            # a product offers no compact blocks
+        part.coord_val = NULL
+        part.theta = NULL
         out.loss = 0.0
         out.score = 0.0
         for c in range(self.k):
