@@ -166,7 +166,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                 calls = run.timed(_active.active_pass, oracle, state, order, step=step,
                                   line_search=line_search, cache=cache,
                                   cache_factor=cache_factor, cache_nu=cache_nu,
-                                  n_samples=n_samples, gap_uniforms=uniforms)
+                                  n_samples=n_samples, gap_uniforms=uniforms).oracle_calls
             else:
                 order, uniforms = _block_order(rng, sampling, state)
                 run.timed(_fw.bcfw_pass, oracle, state, order, line_search, uniforms)

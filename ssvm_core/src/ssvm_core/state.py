@@ -16,6 +16,7 @@ from ssvm_core._oracle import MaxOracle, PythonOracle
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
+from ssvm_core.step_counts import StepCounts
 from ssvm_core.validation import check_box
 
 _FORMAT_VERSION = 3
@@ -338,6 +339,28 @@ class SolverState:
         self.last_exact_gap = float("nan")
         self.invalidate_gaps()
         self.reset_averaging()
+
+    def record_steps(self, counts: StepCounts) -> None:
+        """Book what a step kernel did (its ``StepCounts``) into the state.
+
+        The kernels move the dual point in place and return their counts;
+        this is the only place that writes ``ell``, ``ell_avg``, ``n_steps``
+        and the step counters.  The kernels call it in a ``finally`` block,
+        so the steps completed before an oracle call fails are kept.
+        """
+        if counts.ell is not None:
+            self.ell = counts.ell
+        if counts.ell_avg is not None:
+            self.ell_avg = counts.ell_avg
+        self.n_steps += counts.steps
+        self.replaced_answers += counts.replaced
+        self.fw_steps += counts.fw
+        self.away_steps += counts.away
+        self.pairwise_steps += counts.pairwise
+        self.corrective_steps += counts.corrective
+        self.drop_steps += counts.drop
+        self.cache_hits_local += counts.hits_local
+        self.cache_hits_global += counts.hits_global
 
     def invalidate_gaps(self) -> None:
         """The iterate moved: the certified gaps no longer describe it."""
