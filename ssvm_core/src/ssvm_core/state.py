@@ -16,6 +16,7 @@ from ssvm_core._oracle import MaxOracle, PythonOracle
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
+from ssvm_core.pass_loop import PassCounters
 from ssvm_core.step_counts import StepCounts
 from ssvm_core.validation import check_box
 
@@ -31,7 +32,7 @@ _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_
              "cache_hits_global")
 
 
-class SolverState:
+class SolverState(PassCounters):
     """Dual iterate of the n-slack SSVM dual, owned by the Python solver.
 
     The dual variables alpha enter only through w_i = A alpha_[i] and
@@ -96,7 +97,9 @@ class SolverState:
     avg_u, ell_avg : ndarray, float
         Lazy weighted-average accumulators (see ``averaged_w``).
     passes, effective_passes, oracle_calls, elapsed :
-        Solver passes, oracle calls / n, oracle calls and seconds so far.
+        Solver passes, oracle calls / n, oracle calls and seconds so far,
+        written by the pass loop through the ``PassCounters`` methods
+        (``ssvm_core.pass_loop``).
     replaced_answers : int
         Oracle answers that scored below the ground truth (an inexact oracle)
         and were replaced by the ground-truth corner in a step.
@@ -339,6 +342,11 @@ class SolverState:
         self.last_exact_gap = float("nan")
         self.invalidate_gaps()
         self.reset_averaging()
+
+    def count_oracle_calls(self, calls: int) -> None:
+        """Count ``calls`` oracle calls (and update ``effective_passes``)."""
+        self.oracle_calls += calls
+        self.effective_passes = self.oracle_calls / self.n_blocks
 
     def record_steps(self, counts: StepCounts) -> None:
         """Book what a step kernel did (its ``StepCounts``) into the state.
