@@ -99,3 +99,16 @@ def test_budgets_status_checks_passes_then_calls_then_time():
     assert state.rng_state == rng.bit_generator.state
     assert budgets.status(state, start) == "max_passes"
     assert Budgets(max_passes=3).status(state, start) is None
+
+
+@pytest.mark.parametrize("budgets, message", [
+    (dict(max_passes=0), "max_passes must be an integer >= 1"),
+    (dict(max_oracle_calls=0), "max_oracle_calls must be"),
+    (dict(time_budget=0.0), "time_budget must be a number > 0"),
+])
+def test_both_solvers_reject_the_same_bad_budgets(budgets, message):
+    oracle = chain_oracle()
+    with pytest.raises(ValueError, match=message):
+        solve(oracle, 0.05, **budgets)
+    with pytest.raises(ValueError, match=message):
+        subgradient_solve(oracle, 0.05, **budgets)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ssvm_core._ssg import ssg_pass
 from ssvm_core.base import BaseSSVM
+from ssvm_core.options import validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.pass_loop import Budgets, PassCounters, PassLoop
@@ -86,9 +87,11 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     lam = _check_lam(lam)
     if sampling not in ("uniform", "perm"):
         raise ValueError(f"sampling must be 'uniform' or 'perm' for SSG, got {sampling!r}")
-    for name, value in (("max_passes", max_passes), ("eval_every", eval_every)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
+    # the budgets mean what they mean for ``solve``: the same table checks them
+    validate({"max_passes": max_passes, "max_oracle_calls": max_oracle_calls,
+              "time_budget": time_budget})
+    if int(eval_every) != eval_every or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive integer, got {eval_every}")
     d = oracle.n_features
     n_jobs = effective_n_jobs(n_jobs)
     if state is None:
