@@ -35,6 +35,7 @@ from ssvm_core._view cimport StateView
 
 from ssvm_core._view import frame_scratch
 from ssvm_core.options import STEPS
+from ssvm_core.step_counts import StepCounts
 
 cdef enum:
     STEP_FW = 0
@@ -498,7 +499,8 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     oracle : MaxOracle
         The bound oracle.
     state : SolverState
-        With ``state.atoms`` (``active_sets=True``); updated in place.
+        With ``state.atoms`` (``active_sets=True``); the dual point moves in
+        place and the returned counts are booked by ``state.record_steps``.
     order : int array
         Blocks visited first (all of them, or the unvisited ones with gap
         sampling).
@@ -519,8 +521,8 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
 
     Returns
     -------
-    int
-        Oracle calls made.
+    StepCounts
+        What the pass did (``oracle_calls``: the oracle calls made).
     """
     if state.atoms is None:
         raise ValueError("active_pass needs a state with active sets (active_sets=True)")
@@ -560,7 +562,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     cnt.hits_local = cnt.hits_global = 0
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
         free(corners)
-        return 0
+        return StepCounts()
     try:
         if oracle.needs_gil:
             _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0], &view.sampler,
@@ -572,18 +574,15 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
                               corners)
     finally:
         free(corners)
-        state.ell = ell
-        state.ell_avg = ell_avg
-        state.n_steps = cnt.steps
-        state.replaced_answers += cnt.replaced
-        state.fw_steps += cnt.fw
-        state.away_steps += cnt.away
-        state.pairwise_steps += cnt.pairwise
-        state.corrective_steps += cnt.corrective
-        state.drop_steps += cnt.drop
-        state.cache_hits_local += cnt.hits_local
-        state.cache_hits_global += cnt.hits_global
-    return cnt.oracle_calls
+        # Booked here (see ``_fw.bcfw_pass``): completed steps are kept when an
+        # oracle call fails part-way.
+        counts = StepCounts(ell=ell, ell_avg=ell_avg, steps=cnt.steps - state.n_steps,
+                            oracle_calls=cnt.oracle_calls, replaced=cnt.replaced, fw=cnt.fw,
+                            away=cnt.away, pairwise=cnt.pairwise, corrective=cnt.corrective,
+                            drop=cnt.drop, hits_local=cnt.hits_local,
+                            hits_global=cnt.hits_global)
+        state.record_steps(counts)
+    return counts
 
 
 def move_to_vertices(MaxOracle oracle, state, labellings):

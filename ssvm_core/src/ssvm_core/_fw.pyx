@@ -26,6 +26,7 @@ from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
 from ssvm_core._view cimport StateView
 
 from ssvm_core._view import frame_scratch
+from ssvm_core.step_counts import StepCounts
 
 
 cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
@@ -72,8 +73,9 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     gap sampling) then one block per uniform in [0, 1), drawn with
     probability proportional to its last gap estimate, which each step
     refreshes.  ``line_search=False`` uses the predefined step 2n / (k + 2n).
-    Updates the state in place, including the lazy average when
-    ``state.avg_u`` is set.
+    Moves the dual point in place, including the lazy average when
+    ``state.avg_u`` is set, and returns a ``StepCounts`` that
+    ``state.record_steps`` has booked (ell, the step and replacement counts).
     """
     if state.atoms is not None:
         raise ValueError("this state keeps active sets, which plain BCFW steps would leave "
@@ -86,7 +88,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
     cdef float64_t lam = state.lam
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
-        return
+        return StepCounts()
     try:
         if oracle.needs_gil:
             _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
@@ -96,12 +98,14 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
                 _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
                             line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
     finally:
-        # Completed steps are kept even if an oracle call failed part-way.
-        state.ell = ell
-        state.ell_avg = ell_avg
-        state.fw_steps += n_steps - state.n_steps
-        state.n_steps = n_steps
-        state.replaced_answers += n_replaced
+        # Booked here, not by the caller, so that the steps completed before an
+        # oracle call fails are kept: the blocks have moved, and ell and the
+        # counts must follow them for the state to stay one dual point.
+        counts = StepCounts(ell=ell, ell_avg=ell_avg, steps=n_steps - state.n_steps,
+                            oracle_calls=n_steps - state.n_steps,
+                            replaced=n_replaced, fw=n_steps - state.n_steps)
+        state.record_steps(counts)
+    return counts
 
 
 cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
@@ -172,7 +176,8 @@ def fw_step(MaxOracle oracle, state, bint line_search):
 
     Returns the FW gap at the old point, which is exact (it equals
     P(w) - D(alpha) before the step); the exact block gaps are left in
-    ``state.block_gap_estimates``.  The corners are found at w and stored as
+    ``state.block_gap_estimates`` and the step's ``StepCounts`` are booked by
+    ``state.record_steps``.  The corners are found at w and stored as
     labellings, then re-evaluated for the move, so w must not change in
     between: with a box, the move updates v and w = clip(v) block by block,
     and the re-evaluation only reads psi and the loss, which do not depend
@@ -212,9 +217,8 @@ def fw_step(MaxOracle oracle, state, bint line_search):
         with nogil:
             _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam,
                      gamma, &labels[0], &n_labels[0], atoms, j, &buf.corner)
-    state.ell = ell + gamma * (ell_s - ell)
-    state.ell_avg = ((j - 1.0) * state.ell_avg + 2.0 * state.ell) / (j + 1.0)
-    state.n_steps = j
-    state.fw_steps += n                      # every block moved
-    state.replaced_answers += n_replaced
+    ell = ell + gamma * (ell_s - ell)
+    state.record_steps(StepCounts(ell=ell, ell_avg=((j - 1.0) * state.ell_avg + 2.0 * ell)
+                                  / (j + 1.0), steps=1, oracle_calls=n, replaced=n_replaced,
+                                  fw=n))       # every block moved
     return gap

@@ -31,6 +31,7 @@ from ssvm_core._batch import AnswerOracle, predict_cache_hits
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import Executor
 from ssvm_core.state import SolverState
+from ssvm_core.step_counts import StepCounts
 
 __all__ = ["batch_fw_step", "minibatch_pass", "round_blocks"]
 
@@ -168,7 +169,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                 _fw.bcfw_pass(replay, state, blocks, line_search)
         finally:
             calls += ask.shape[0] + replay.fallbacks
-            state.replaced_answers += answers.replaced
+            state.record_steps(StepCounts(replaced=answers.replaced))
     return calls
 
 
@@ -180,5 +181,5 @@ def batch_fw_step(oracle: MaxOracle, state: SolverState, executor: Executor,
     """
     answers = executor.solve_blocks(oracle, state.w, np.arange(oracle.n_blocks, dtype=np.intp))
     gap = _fw.fw_step(AnswerOracle(oracle, answers), state, line_search)
-    state.replaced_answers += answers.replaced
+    state.record_steps(StepCounts(replaced=answers.replaced))
     return gap

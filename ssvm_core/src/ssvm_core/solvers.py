@@ -1,10 +1,10 @@
-"""Frank-Wolfe solvers: the pass loop (``solve``) and the estimator."""
+"""Frank-Wolfe solvers: ``solve`` (on the shared ``pass_loop``) and the estimator."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +13,6 @@ import numpy as np
 
 from ssvm_core import _active, _fw
 from ssvm_core._atoms import ActiveSets
-from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core.base import BaseSSVM
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
@@ -21,6 +20,7 @@ from ssvm_core.objectives import dual_objective
 from ssvm_core.options import NAMES, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
+from ssvm_core.pass_loop import Budgets, PassLoop
 from ssvm_core.state import SolverState, _check_lam
 from ssvm_core.validation import check_box
 
@@ -132,57 +132,19 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    run = _Run(oracle, state, mode, callback, n_jobs, verbose,
-               None if isinstance(pool, SerialExecutor) else pool)
-    start = (state.passes, state.oracle_calls, state.elapsed)
+    one_pass = functools.partial(
+        _one_pass, oracle, state, rng, pool, batch=batch, rounds=rounds,
+        active_sets=active_sets, batch_blocks=batch_blocks, sampling=sampling,
+        line_search=line_search, step=step, cache=cache, cache_factor=cache_factor,
+        cache_nu=cache_nu, n_samples=n_samples)
+    budgets = Budgets(max_passes, max_oracle_calls, time_budget)
+    run = _FrankWolfeLoop(oracle, state, rng, budgets, one_pass, mode=mode, tol=tol,
+                          gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
+                          callback=callback, n_jobs=n_jobs, verbose=verbose,
+                          pool=None if isinstance(pool, SerialExecutor) else pool)
     replaced_before = state.replaced_answers
-
-    owned = pool if pool is not executor else contextlib.nullcontext()
-    with stop_on_sigint() as stop, owned:
-        if initial_gap_pass or not state.exact_gaps or (averaging and state.n_steps > 0):
-            # a state that has not stepped since its dual point was set (fresh,
-            # rescaled, shrunk) has no estimates to keep: the check feeds them
-            run.gap_check(refresh=state.n_steps == 0
-                          or _scheduled_check(state, gap_check_every, tol))
-        else:
-            run.known_gap()
-        status = "converged" if run.gap <= tol else None
-        if run.record() and status is None:
-            status = "callback"
-        while status is None:
-            calls = oracle.n_blocks
-            if batch and rounds:
-                run.timed(batch_fw_step, oracle, state, pool, line_search)
-            elif batch:
-                run.timed(_fw.fw_step, oracle, state, line_search)
-            elif rounds:
-                calls = run.timed(minibatch_pass, oracle, state, pool, rng, batch_blocks,
-                                  sampling=sampling, line_search=line_search,
-                                  active_sets=active_sets, step=step, cache=cache,
-                                  cache_factor=cache_factor, cache_nu=cache_nu,
-                                  n_samples=n_samples)
-            elif active_sets:
-                order, uniforms = _block_order(rng, sampling, state)
-                calls = run.timed(_active.active_pass, oracle, state, order, step=step,
-                                  line_search=line_search, cache=cache,
-                                  cache_factor=cache_factor, cache_nu=cache_nu,
-                                  n_samples=n_samples, gap_uniforms=uniforms)
-            else:
-                order, uniforms = _block_order(rng, sampling, state)
-                run.timed(_fw.bcfw_pass, oracle, state, order, line_search, uniforms)
-            run.count_pass(calls)
-            state.rng_state = rng.bit_generator.state
-            status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
-            if stop.requested:
-                status = "interrupted"
-            else:
-                scheduled = _scheduled_check(state, gap_check_every, tol)
-                if scheduled or status is not None:
-                    run.gap_check(refresh=scheduled)
-                    if run.gap <= tol:
-                        status = "converged"
-            if run.record() and status is None:
-                status = "callback"
+    with pool if pool is not executor else contextlib.nullcontext():
+        status = run.run()
     replaced = state.replaced_answers - replaced_before
     if replaced:
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
@@ -192,9 +154,6 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
                       "gaps are estimates (they may underestimate P(w) - min P), not "
                       "certificates", RuntimeWarning, stacklevel=2)
-    if status == "interrupted":
-        warnings.warn("solver interrupted; the model is kept and can be resumed "
-                      "from its state", RuntimeWarning, stacklevel=2)
     if not run.gap_is_current:           # no check at the end: nothing to choose by
         run.iterate = "average" if averaging else "plain"
     w = state.averaged_w() if run.iterate == "average" else state.w.copy()
@@ -203,37 +162,80 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                        certified=bool(oracle.exact), iterate=run.iterate)
 
 
-class _Run:
-    """Counters, gap checks and history of one call to ``solve``."""
+def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
+              line_search, step, cache, cache_factor, cache_nu, n_samples) -> int:
+    """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls."""
+    if batch and rounds:
+        batch_fw_step(oracle, state, pool, line_search)
+    elif batch:
+        _fw.fw_step(oracle, state, line_search)
+    elif rounds:
+        return minibatch_pass(oracle, state, pool, rng, batch_blocks, sampling=sampling,
+                              line_search=line_search, active_sets=active_sets, step=step,
+                              cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
+                              n_samples=n_samples)
+    elif active_sets:
+        order, uniforms = _block_order(rng, sampling, state)
+        return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
+                                   cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
+                                   n_samples=n_samples, gap_uniforms=uniforms).oracle_calls
+    else:
+        order, uniforms = _block_order(rng, sampling, state)
+        _fw.bcfw_pass(oracle, state, order, line_search, uniforms)
+    return oracle.n_blocks
 
-    def __init__(self, oracle, state, mode, callback, n_jobs, verbose, pool):
-        self.oracle, self.state, self.pool = oracle, state, pool
+
+class _FrankWolfeLoop(PassLoop):
+    """The pass loop of ``solve``: exact gap checks, averaging and its history fields."""
+
+    VERBOSE_FIELDS = (("dual", ".6g"), ("gap", ".3e"), ("gap_avg", ".3e"))
+
+    def __init__(self, oracle, state, rng, budgets, one_pass, *, mode, tol, gap_check_every,
+                 initial_gap_pass, callback, n_jobs, verbose, pool):
+        super().__init__(state, rng, oracle.n_blocks, budgets, gap_check_every, callback,
+                         verbose)
+        self.oracle, self.pool, self.n_jobs = oracle, pool, n_jobs
+        self._pass = one_pass
         self.mode, self.averaging = mode, mode != "plain"
-        self.callback, self.verbose = callback, verbose
+        self.tol, self.initial_gap_pass = tol, initial_gap_pass
         # the iterate returned and certified: the last checked one ("best"
         # starts from the average, as an unchecked run returns it)
         self.iterate = "plain" if mode == "plain" else "average"
-        self.n_jobs = n_jobs
-        self.history: list[dict] = []
         self.gap = math.inf
         self.gap_is_current = False
-        self._pending: dict = {}
 
-    def timed(self, func, *args, **kwargs):
-        start = time.perf_counter()
-        try:
-            return func(*args, **kwargs)
-        finally:
-            self.state.elapsed += time.perf_counter() - start
+    def first_check(self) -> str | None:
+        st = self.state
+        if (self.initial_gap_pass or not st.exact_gaps
+                or (self.averaging and st.n_steps > 0)):
+            # a state that has not stepped since its dual point was set (fresh,
+            # rescaled, shrunk) has no estimates to keep: the check feeds them
+            self.gap_check(refresh=st.n_steps == 0 or self.scheduled())
+        else:
+            self.known_gap()
+        return "converged" if self.gap <= self.tol else None
 
-    def _add_calls(self, calls: int) -> None:
-        self.state.oracle_calls += calls
-        self.state.effective_passes = self.state.oracle_calls / self.oracle.n_blocks
+    def check(self, status: str | None, scheduled: bool) -> str | None:
+        if status == "interrupted":          # stop at once, without a gap pass
+            return status
+        self.gap_check(refresh=scheduled)
+        return "converged" if self.gap <= self.tol else status
 
-    def count_pass(self, calls: int) -> None:
-        self.state.passes += 1
-        self._add_calls(calls)
+    def scheduled(self) -> bool:
+        """Whether the solver's schedule asks for a gap check after the state's last pass.
+
+        Every ``gap_check_every`` passes (counted over the state's whole life, so
+        a resumed run keeps the schedule), and early when the gap estimates sum
+        to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled checks feed the
+        gap sampler and the caching rule.
+        """
+        return super().scheduled() or (
+            self.tol > 0 and _estimate_below(self.state, HEURISTIC_EXIT * self.tol))
+
+    def one_pass(self) -> int:
+        calls = self._pass()
         self.gap_is_current = False
+        return calls
 
     def gap_check(self, refresh: bool) -> None:
         """Exact gap pass: the primal at w and the block gaps, one oracle call per block.
@@ -245,7 +247,7 @@ class _Run:
         """
         st, n = self.state, self.oracle.n_blocks
         scores = self.timed(self._max_scores, st.w)
-        self._add_calls(n)
+        st.count_oracle_calls(n)
         primal, _ = st.record_gap_pass(scores, refresh)
         self._record_gap(primal)
 
@@ -264,34 +266,32 @@ class _Run:
         """Set the run's gap from ``state.certified_gap`` (and check the average)."""
         st, n = self.state, self.oracle.n_blocks
         gap = st.certified_gap
-        self._pending = {"primal": primal, "gap": gap}
+        values = {"primal": primal, "gap": gap}
         if self.averaging:
             if st.n_steps == 0:
                 primal_avg = primal
             else:
                 w_avg = st.averaged_w()
                 scores = self.timed(self._max_scores, w_avg)
-                self._add_calls(n)
+                st.count_oracle_calls(n)
                 primal_avg = 0.5 * st.lam * float(w_avg @ w_avg) + float(np.sum(scores)) / n
             dual_avg = dual_objective(st, averaged=True)
             gap_avg = primal_avg - dual_avg
-            self._pending.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap_avg)
+            values.update(primal_avg=primal_avg, dual_avg=dual_avg, gap_avg=gap_avg)
             if self.mode == "best" and gap < gap_avg:
                 self.iterate = "plain"
             else:
                 self.iterate, gap = "average", gap_avg
-        self._pending["iterate"] = self.iterate
+        values["iterate"] = self.iterate
+        self.checked(values)
         self.gap, self.gap_is_current = gap, True
 
-    def record(self) -> bool:
-        """Append a history record; True if the callback asks to stop."""
+    def record_fields(self, checked: bool) -> dict:
         st = self.state
         # the newest block gaps: the exact ones right after a gap check (which
         # need not have been handed to the sampler), else the sampler's
-        estimates = st.certified_gaps if self._pending else st.block_gap_estimates
-        rec = {"pass": st.passes, "effective_passes": st.effective_passes,
-               "oracle_calls": st.oracle_calls, "n_steps": st.n_steps, "time": st.elapsed,
-               "replaced_answers": st.replaced_answers,
+        estimates = st.certified_gaps if checked else st.block_gap_estimates
+        rec = {"replaced_answers": st.replaced_answers,
                "fw_steps": st.fw_steps, "away_steps": st.away_steps,
                "pairwise_steps": st.pairwise_steps, "corrective_steps": st.corrective_steps,
                "drop_steps": st.drop_steps,
@@ -302,20 +302,7 @@ class _Run:
                "primal": None, "gap": None, "iterate": None}
         if self.averaging:
             rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
-        rec.update(self._pending)
-        self._pending = {}
-        self.history.append(rec)
-        if self.verbose >= 2 or (self.verbose and rec["gap"] is not None):
-            print(_format_record(rec))
-        return bool(self.callback(rec)) if self.callback is not None else False
-
-
-def _format_record(rec: dict) -> str:
-    text = f"pass {rec['pass']:5d}  eff {rec['effective_passes']:8.2f}  dual {rec['dual']:.6g}"
-    for key in ("gap", "gap_avg"):
-        if rec.get(key) is not None:
-            text += f"  {key} {rec[key]:.3e}"
-    return text + f"  {rec['time']:.2f}s"
+        return rec
 
 
 def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, psi_float32):
@@ -351,18 +338,6 @@ def _estimate_below(state: SolverState, threshold: float) -> bool:
     return not np.isnan(estimates).any() and float(estimates.sum()) <= threshold
 
 
-def _scheduled_check(state: SolverState, gap_check_every: int, tol: float) -> bool:
-    """Whether the solver's schedule asks for a gap check after the state's last pass.
-
-    Every ``gap_check_every`` passes (counted over the state's whole life, so
-    a resumed run keeps the schedule), and early when the gap estimates sum
-    to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled checks feed the
-    gap sampler and the caching rule.
-    """
-    return (state.passes % gap_check_every == 0
-            or (tol > 0 and _estimate_below(state, HEURISTIC_EXIT * tol)))
-
-
 def _block_order(rng, sampling: str, state: SolverState):
     """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``)."""
     n = state.n_blocks
@@ -371,18 +346,6 @@ def _block_order(rng, sampling: str, state: SolverState):
         return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
     order = rng.permutation(n) if sampling == "perm" else rng.integers(0, n, size=n)
     return order.astype(np.intp), None
-
-
-def _budget_status(state, start, max_passes, max_oracle_calls, time_budget):
-    """Which budget of this call (counted from ``start``) is spent, if any."""
-    passes, calls, elapsed = start
-    if state.passes - passes >= max_passes:
-        return "max_passes"
-    if max_oracle_calls is not None and state.oracle_calls - calls >= max_oracle_calls:
-        return "max_oracle_calls"
-    if time_budget is not None and state.elapsed - elapsed >= time_budget:
-        return "time_budget"
-    return None
 
 
 class FrankWolfeSSVM(BaseSSVM):

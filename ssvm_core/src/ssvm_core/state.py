@@ -17,6 +17,8 @@ from ssvm_core._view import compact_inner, compact_total
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
+from ssvm_core.pass_loop import PassCounters
+from ssvm_core.step_counts import StepCounts
 from ssvm_core.validation import check_box
 
 _FORMAT_VERSION = 3
@@ -31,7 +33,7 @@ _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_
              "cache_hits_global")
 
 
-class SolverState:
+class SolverState(PassCounters):
     """Dual iterate of the n-slack SSVM dual, owned by the Python solver.
 
     The dual variables alpha enter only through w_i = A alpha_[i] and
@@ -103,7 +105,9 @@ class SolverState:
     avg_u, ell_avg : ndarray, float
         Lazy weighted-average accumulators (see ``averaged_w``).
     passes, effective_passes, oracle_calls, elapsed :
-        Solver passes, oracle calls / n, oracle calls and seconds so far.
+        Solver passes, oracle calls / n, oracle calls and seconds so far,
+        written by the pass loop through the ``PassCounters`` methods
+        (``ssvm_core.pass_loop``).
     replaced_answers : int
         Oracle answers that scored below the ground truth (an inexact oracle)
         and were replaced by the ground-truth corner in a step.
@@ -367,6 +371,33 @@ class SolverState:
         self.last_exact_gap = float("nan")
         self.invalidate_gaps()
         self.reset_averaging()
+
+    def count_oracle_calls(self, calls: int) -> None:
+        """Count ``calls`` oracle calls (and update ``effective_passes``)."""
+        self.oracle_calls += calls
+        self.effective_passes = self.oracle_calls / self.n_blocks
+
+    def record_steps(self, counts: StepCounts) -> None:
+        """Book what a step kernel did (its ``StepCounts``) into the state.
+
+        The kernels move the dual point in place and return their counts;
+        this is the only place that writes ``ell``, ``ell_avg``, ``n_steps``
+        and the step counters.  The kernels call it in a ``finally`` block,
+        so the steps completed before an oracle call fails are kept.
+        """
+        if counts.ell is not None:
+            self.ell = counts.ell
+        if counts.ell_avg is not None:
+            self.ell_avg = counts.ell_avg
+        self.n_steps += counts.steps
+        self.replaced_answers += counts.replaced
+        self.fw_steps += counts.fw
+        self.away_steps += counts.away
+        self.pairwise_steps += counts.pairwise
+        self.corrective_steps += counts.corrective
+        self.drop_steps += counts.drop
+        self.cache_hits_local += counts.hits_local
+        self.cache_hits_global += counts.hits_global
 
     def invalidate_gaps(self) -> None:
         """The iterate moved: the certified gaps no longer describe it."""

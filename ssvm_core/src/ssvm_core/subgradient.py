@@ -6,24 +6,22 @@ Lacoste-Julien et al. (2013), Sec. 6.
 from __future__ import annotations
 
 import math
-import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssvm_core._interrupt import stop_on_sigint
 from ssvm_core._ssg import ssg_pass
 from ssvm_core.base import BaseSSVM
+from ssvm_core.options import validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
-from ssvm_core.solvers import _budget_status
+from ssvm_core.pass_loop import Budgets, PassCounters, PassLoop
 from ssvm_core.state import _check_lam
 
 
 @dataclass
-class SubgradientState:
+class SubgradientState(PassCounters):
     """Iterate of SSG: w, its weighted average, the step count and counters."""
 
     lam: float
@@ -38,6 +36,11 @@ class SubgradientState:
     @classmethod
     def zeros(cls, lam: float, n_features: int, averaging: bool) -> SubgradientState:
         return cls(lam, np.zeros(n_features), np.zeros(n_features if averaging else 0))
+
+    def record_steps(self, steps: int) -> None:
+        """Count ``steps`` SSG steps, one oracle call each."""
+        self.n_steps += steps
+        self.count_oracle_calls(steps)
 
 
 @dataclass
@@ -84,10 +87,12 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     lam = _check_lam(lam)
     if sampling not in ("uniform", "perm"):
         raise ValueError(f"sampling must be 'uniform' or 'perm' for SSG, got {sampling!r}")
-    for name, value in (("max_passes", max_passes), ("eval_every", eval_every)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value}")
-    n, d = oracle.n_blocks, oracle.n_features
+    # the budgets mean what they mean for ``solve``: the same table checks them
+    validate({"max_passes": max_passes, "max_oracle_calls": max_oracle_calls,
+              "time_budget": time_budget})
+    if int(eval_every) != eval_every or eval_every < 1:
+        raise ValueError(f"eval_every must be a positive integer, got {eval_every}")
+    d = oracle.n_features
     n_jobs = effective_n_jobs(n_jobs)
     if state is None:
         state = SubgradientState.zeros(lam, d, averaging)
@@ -98,65 +103,68 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    start = (state.passes, state.oracle_calls, state.elapsed)
-    history: list[dict] = []
-    steps = np.array([state.n_steps], dtype=np.intp)
+    run = _SubgradientLoop(oracle, state, rng, Budgets(max_passes, max_oracle_calls, time_budget),
+                           sampling=sampling, eval_every=eval_every, callback=callback,
+                           n_jobs=n_jobs, verbose=verbose)
+    status = run.run()
+    w = state.w_avg.copy() if run.averaging else state.w.copy()
+    primal = run.last.get("primal_avg" if run.averaging else "primal", math.nan)
+    return SubgradientResult(w=w, primal=primal, state=state, history=run.history, status=status)
 
-    def evaluate() -> dict:
-        t0 = time.perf_counter()
-        rec = {"primal": 0.5 * lam * state.w @ state.w + score_pass(oracle, state.w, None,
-                                                                   n_jobs) / n}
-        state.oracle_calls += n
-        if averaging:
-            rec["primal_avg"] = (0.5 * lam * state.w_avg @ state.w_avg
-                                 + score_pass(oracle, state.w_avg, None, n_jobs) / n)
-            state.oracle_calls += n
-        state.elapsed += time.perf_counter() - t0
-        return rec
 
-    def record(values: dict) -> bool:
-        rec = {"pass": state.passes, "effective_passes": state.oracle_calls / n,
-               "oracle_calls": state.oracle_calls, "n_steps": state.n_steps,
-               "time": state.elapsed, "dual": None, "gap_estimate": None, "gap": None,
-               "primal": None}
-        if averaging:
+class _SubgradientLoop(PassLoop):
+    """The pass loop of ``subgradient_solve``: primal evaluations and SSG's history fields."""
+
+    VERBOSE_FIELDS = (("primal", ".6g"), ("primal_avg", ".6g"))
+
+    def __init__(self, oracle, state, rng, budgets, *, sampling, eval_every, callback, n_jobs,
+                 verbose):
+        super().__init__(state, rng, oracle.n_blocks, budgets, eval_every, callback, verbose)
+        self.oracle, self.sampling, self.n_jobs = oracle, sampling, n_jobs
+        self.averaging = state.w_avg.shape[0] > 0
+        self.steps = np.array([state.n_steps], dtype=np.intp)   # the kernel's step counter
+        self.last: dict = {}                                      # the latest evaluation
+
+    def first_check(self) -> str | None:
+        self.evaluate()
+        return None
+
+    def one_pass(self) -> int:
+        st, n = self.state, self.oracle.n_blocks
+        order = (self.rng.permutation(n) if self.sampling == "perm"
+                 else self.rng.integers(0, n, size=n)).astype(np.intp)
+        try:
+            ssg_pass(self.oracle, order, st.lam, st.w, st.w_avg, self.steps)
+        finally:               # the steps taken before a failing oracle call are kept
+            st.record_steps(int(self.steps[0]) - st.n_steps)
+        return 0               # record_steps counted the oracle calls
+
+    def check(self, status: str | None, scheduled: bool) -> str | None:
+        self.evaluate()        # also when interrupted: the result reports P(w)
+        return status
+
+    def evaluate(self) -> None:
+        """P(w) (and P(w_avg)): n oracle calls each."""
+        values = self.timed(self._primals)
+        self.checked(values)
+        self.last = values
+
+    def _primals(self) -> dict:
+        st, n = self.state, self.oracle.n_blocks
+        values = {"primal": 0.5 * st.lam * st.w @ st.w
+                  + score_pass(self.oracle, st.w, None, self.n_jobs) / n}
+        st.count_oracle_calls(n)
+        if self.averaging:
+            values["primal_avg"] = (0.5 * st.lam * st.w_avg @ st.w_avg
+                                    + score_pass(self.oracle, st.w_avg, None, self.n_jobs) / n)
+            st.count_oracle_calls(n)
+        return values
+
+    def record_fields(self, checked: bool) -> dict:
+        rec = {"dual": None, "gap_estimate": None, "gap": None, "primal": None}
+        if self.averaging:
             rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
-        rec.update(values)
-        history.append(rec)
-        if verbose >= 2 or (verbose and rec["primal"] is not None):
-            print(f"pass {rec['pass']:5d}  eff {rec['effective_passes']:8.2f}  "
-                  f"primal {rec['primal']}  {rec['time']:.2f}s")
-        return bool(callback(rec)) if callback is not None else False
-
-    with stop_on_sigint() as stop:
-        last = evaluate()
-        status = "callback" if record(last) else None
-        while status is None:
-            order = (rng.permutation(n) if sampling == "perm"
-                     else rng.integers(0, n, size=n)).astype(np.intp)
-            t0 = time.perf_counter()
-            try:
-                ssg_pass(oracle, order, lam, state.w, state.w_avg, steps)
-            finally:
-                state.elapsed += time.perf_counter() - t0
-                state.oracle_calls += int(steps[0]) - state.n_steps
-                state.n_steps = int(steps[0])
-            state.passes += 1
-            state.rng_state = rng.bit_generator.state
-            status = _budget_status(state, start, max_passes, max_oracle_calls, time_budget)
-            if stop.requested:
-                status = "interrupted"
-            values = {}
-            if status is not None or state.passes % eval_every == 0:
-                values = last = evaluate()
-            if record(values) and status is None:
-                status = "callback"
-    if status == "interrupted":
-        warnings.warn("solver interrupted; the model is kept and can be resumed from its "
-                      "state", RuntimeWarning, stacklevel=2)
-    w = state.w_avg.copy() if averaging else state.w.copy()
-    primal = last.get("primal_avg" if averaging else "primal", math.nan)
-    return SubgradientResult(w=w, primal=primal, state=state, history=history, status=status)
+        return rec
 
 
 class SubgradientSSVM(BaseSSVM):
