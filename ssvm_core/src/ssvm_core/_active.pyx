@@ -5,8 +5,9 @@ from the oracle or, with caching (Osokin et al. (2016), Alg. 5), from the block'
 labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4), an away step
 (BCAFW, Osokin et al. (2016), Alg. 4), a pairwise step (BCPFW, Osokin et al. (2016), Alg. 3) or, for
 ``hybrid``, whichever of the three improves the dual most.  With a box
-(Osokin et al. (2016), App. H) directions and curvatures use v and the inner products use
-w = clip(v).
+(Osokin et al. (2016), App. H) directions use v, the inner products use w = clip(v), and
+every step size (and hybrid's gains) comes from the exact line search of the
+piecewise-quadratic dual (``_linesearch.pxd``).
 
 All block quantities come from the atoms (``ActiveSets``): with
 H_k = L_i(y_k) - <w, psi_i(y_k)>, the FW gap of corner s is

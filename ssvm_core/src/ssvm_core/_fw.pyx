@@ -7,7 +7,8 @@ and writes the updated scalars back.  Notation follows Lacoste-Julien et al.
 v_s = psi_i(y*) / (lam n), ell_s = L_i(y*) / n, and the block gap is
 g_i = lam <v_i - v_s, w> - ell_i + ell_s, where w = v without box
 constraints and w = clip(v, lower, upper) with them (Osokin et al. (2016), App. H, Alg. 8-9;
-the oracle is called at w and the step sizes use v).
+the oracle is called at w; with line search the step sizes are exact along v, see
+``_linesearch.pxd``).
 
 Weighted averaging (iterate k weighted by k) is kept lazily in O(nnz) per
 step: with R_k = k (k + 1) / 2 and u = sum_j R_{j-1} (v^(j) - v^(j-1)),
