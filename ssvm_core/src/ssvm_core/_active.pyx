@@ -5,8 +5,9 @@ from the oracle or, with caching (Osokin et al. (2016), Alg. 5), from the block'
 labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4), an away step
 (BCAFW, Osokin et al. (2016), Alg. 4), a pairwise step (BCPFW, Osokin et al. (2016), Alg. 3) or, for
 ``hybrid``, whichever of the three improves the dual most.  With a box
-(Osokin et al. (2016), App. H) directions and curvatures use v and the inner products use
-w = clip(v).  With compact blocks (``MaxOracle.coord_*``) the atoms are kept in
+(Osokin et al. (2016), App. H) directions use v, the inner products use w = clip(v), and
+every step size (and hybrid's gains) comes from the exact line search of the
+piecewise-quadratic dual (``_linesearch.pxd``).  With compact blocks (``MaxOracle.coord_*``) the atoms are kept in
 block coordinates and their scores read theta = A_i^T w: from the oracle's
 answer, or from ``coord_scores`` when the scores are needed before (caching)
 or after a move (sequential steps).
@@ -22,7 +23,7 @@ import math
 import numpy as np
 
 from libc.math cimport INFINITY, fabs, isnan
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free, malloc, realloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
@@ -32,6 +33,7 @@ from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_move
                                 _block_stats, _clear_frame, _corner_frame, _use_ground_truth)
 from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
 from ssvm_core._view cimport StateView
+from ssvm_core._linesearch cimport LINE_WORK, _block_box_step
 
 from ssvm_core._view import frame_scratch
 from ssvm_core.options import STEPS
@@ -55,6 +57,15 @@ cdef struct Options:
     float64_t cache_nu        # nu of Osokin et al. (2016), Alg. 5
     float64_t global_gap      # g of the last exact gap pass
     intp_t n_samples          # answers asked of the oracle per call (solve_many)
+
+
+cdef struct LineWork:
+    # Scratch of the exact box line search (Osokin et al. (2016), App. H), allocated once
+    # per kernel call and only with a box: LINE_WORK * n_features doubles, and
+    # a copy of a block's alpha (corrective steps) that grows with the atoms.
+    float64_t* work
+    float64_t* alpha
+    intp_t alpha_cap
 
 
 cdef struct Counts:
@@ -91,6 +102,26 @@ cdef float64_t _curvature(MaxOracle oracle, const Blocks* b, intp_t i,
     if k2 >= 0:
         _atom_clear(blk, k2, s)
     return lam * sq
+
+
+cdef float64_t _box_line(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
+                        float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
+                        float64_t* s, const Primal* p, float64_t lam, float64_t delta_ell,
+                        float64_t gamma_max, float64_t* work, float64_t* gain) except? -1 nogil:
+    """Exact step over [0, gamma_max] along e = a v_i + c1 psi_k1 + c2 psi_k2 with a box.
+
+    ell moves by delta_ell per unit step; ``gain`` receives the dual's increase
+    (``_box_line_search``, Osokin et al. (2016), App. H).  k2 < 0: no second atom.
+    """
+    cdef float64_t gam
+    _atom_scatter(blk, k1, c1, s)
+    if k2 >= 0:
+        _atom_scatter(blk, k2, c2, s)
+    gam = _block_box_step(oracle, b, i, a, s, 1.0, p, delta_ell, lam, gamma_max, work, gain)
+    _atom_clear(blk, k1, s)
+    if k2 >= 0:
+        _atom_clear(blk, k2, s)
+    return gam
 
 
 cdef int _move(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
@@ -234,6 +265,62 @@ cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, Block
     return dropped
 
 
+cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+                            float64_t lam, float64_t scale, intp_t n, float64_t* s,
+                            const Primal* p, LineWork* lw) except -1 nogil:
+    """Fully-corrective block step with a box; returns the atoms dropped.
+
+    ``_corrective_alpha`` maximises a lower bound of the dual's change (its
+    curvature counts clipped coordinates too), so its solution x only sets a
+    direction: alpha <- alpha + gamma (x - alpha), with the exact step
+    (``_box_line_search``, Osokin et al. (2016), App. H) over every gamma that keeps
+    alpha >= 0.  gamma = 1 gives x, so the step gains at least what the bound
+    promised.  The direction's entries are made to sum to zero up to rounding
+    relative to their own size (not to alpha's): a long step along a tiny
+    direction would otherwise carry alpha off the simplex.
+    """
+    cdef intp_t K = blk.n, k, top = 0, dropped = 0
+    cdef float64_t delta_ell = 0.0, gmax = INFINITY, total = 0.0, gam
+    cdef float64_t* a0
+    cdef float64_t* dd
+    if 2 * K > lw.alpha_cap:
+        a0 = <float64_t*> realloc(lw.alpha, 4 * K * sizeof(float64_t))
+        if a0 == NULL:
+            with gil:
+                raise MemoryError(f"cannot grow the corrective step's alpha copy to {4 * K}")
+        lw.alpha, lw.alpha_cap = a0, 4 * K
+    a0 = lw.alpha
+    dd = lw.alpha + K
+    for k in range(K):
+        a0[k] = blk.alpha[k]
+    _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
+    for k in range(K):
+        dd[k] = blk.alpha[k] - a0[k]
+        total += dd[k]
+        if blk.alpha[k] > blk.alpha[top]:
+            top = k
+    dd[top] -= total                          # sum(x) = sum(alpha) = 1 up to rounding
+    for k in range(K):
+        if dd[k] != 0.0:
+            _atom_scatter(blk, k, scale * dd[k], s)
+            delta_ell += dd[k] * blk.loss[k]
+            if dd[k] < 0.0:
+                gmax = min(gmax, a0[k] / -dd[k])
+    if gmax == INFINITY:                      # x == alpha
+        gmax = 0.0
+    gam = _block_box_step(oracle, b, i, 0.0, s, 1.0, p, delta_ell / n, lam, gmax, lw.work,
+                          NULL)
+    for k in range(K):
+        _atom_clear(blk, k, s)
+        if dd[k] < 0.0 and gam >= a0[k] / -dd[k]:   # the atoms that bound gamma
+            blk.alpha[k] = 0.0
+        else:
+            blk.alpha[k] = max(a0[k] + gam * dd[k], 0.0)
+        if a0[k] > 0.0 and blk.alpha[k] == 0.0:
+            dropped += 1
+    return dropped
+
+
 cdef int _compact_gram(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G) except -1 nogil:
     """G[k, m] = <A_i q_k, A_i q_m> of the atoms' block coordinates, by polarisation:
@@ -274,7 +361,7 @@ cdef inline int _score_atoms(MaxOracle oracle, const Blocks* b, intp_t i, BlockA
 cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
                                  intp_t ks, float64_t lam, float64_t scale, intp_t n,
                                  float64_t* s, Primal* p, float64_t avg_coef,
-                                 float64_t* theta) except? -1 nogil:
+                                 float64_t* theta, float64_t* line_work) except? -1 nogil:
     """Branson et al.'s sequential multi-sample update (Branson et al. (2013), Alg. 1) in BCFW's
     normalisation.
 
@@ -297,8 +384,12 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
         _atom_scatter(blk, q, 1.0, s)
-        _block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
-        gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
+        if p.lower != NULL:
+            gam = _block_box_step(oracle, b, i, -1.0, s, scale, p, blk.loss[q] / n - ell_i,
+                                  lam, 1.0, line_work, NULL)
+        else:
+            _block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
+            gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
         if gam > 0.0:
             _block_move(oracle, b, i, -gam, s, gam * scale, p, avg_coef)
             for k in range(blk.n):
@@ -312,12 +403,12 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
 cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                        float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
-                       Counts* cnt, Corner* c) except -1 nogil:
+                       Counts* cnt, Corner* c, LineWork* lw) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind, n_active, n_got, q
     cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
     cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
-    cdef float64_t gmax_away, best_gain, ell_s, ell_a, ell_step
+    cdef float64_t gmax_away, best_gain, ell_s, ell_a, ell_step, gain_fw, gain_away, gain_pw
     cdef BlockAtoms* blk
     cdef bint hit
     for t in range(smp.n_order + smp.n_uniforms):
@@ -406,24 +497,44 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             kind = STEP_AWAY
         elif opt.step == STEP_PAIRWISE:
             kind = STEP_PAIRWISE
+        # With a box, exact steps and gains along each direction (Osokin et al. (2016),
+        # App. H); without one, the closed form of the quadratic.
         if kind == STEP_FW or opt.step == STEP_HYBRID:
-            curv_fw = _curvature(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p.w, lam)
-            gam_fw = _line_step(g_fw, curv_fw, 1.0)
+            if p.lower != NULL:
+                gam_fw = _box_line(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p, lam,
+                                   blk.loss[ks] / n - b.ell[i], 1.0, lw.work, &gain_fw)
+            else:
+                curv_fw = _curvature(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p.w,
+                                     lam)
+                gam_fw = _line_step(g_fw, curv_fw, 1.0)
+                gain_fw = _gain(g_fw, curv_fw, gam_fw)
         if kind == STEP_AWAY or opt.step == STEP_HYBRID:
-            curv_away = _curvature(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p.w, lam)
-            gam_away = _line_step(g_away, curv_away, gmax_away)
+            if p.lower != NULL:
+                gam_away = _box_line(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p, lam,
+                                     b.ell[i] - blk.loss[ka] / n, gmax_away, lw.work,
+                                     &gain_away)
+            else:
+                curv_away = _curvature(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p.w,
+                                       lam)
+                gam_away = _line_step(g_away, curv_away, gmax_away)
+                gain_away = _gain(g_away, curv_away, gam_away)
         if kind == STEP_PAIRWISE or opt.step == STEP_HYBRID:
             if ks == ka:
-                curv_pw, gam_pw = 0.0, 0.0
+                gain_pw, gam_pw = 0.0, 0.0
+            elif p.lower != NULL:
+                gam_pw = _box_line(oracle, b, i, blk, 0.0, ks, scale, ka, -scale, s, p, lam,
+                                   (blk.loss[ks] - blk.loss[ka]) / n, blk.alpha[ka], lw.work,
+                                   &gain_pw)
             else:
                 curv_pw = _curvature(oracle, b, i, blk, 0.0, ks, scale, ka, -scale, s, p.w,
                                      lam)
                 gam_pw = _line_step(g_pw, curv_pw, blk.alpha[ka])
+                gain_pw = _gain(g_pw, curv_pw, gam_pw)
         if opt.step == STEP_HYBRID:
-            best_gain = _gain(g_fw, curv_fw, gam_fw)
-            if _gain(g_away, curv_away, gam_away) > best_gain:
-                kind, best_gain = STEP_AWAY, _gain(g_away, curv_away, gam_away)
-            if ks != ka and _gain(g_pw, curv_pw, gam_pw) > best_gain:
+            best_gain = gain_fw
+            if gain_away > best_gain:
+                kind, best_gain = STEP_AWAY, gain_away
+            if ks != ka and gain_pw > best_gain:
                 kind = STEP_PAIRWISE
 
         # Take it: v_i, ell_i, alpha_i and the averages move together.
@@ -431,10 +542,13 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         ell_a = blk.loss[ka] / n
         if kind == STEP_SEQUENTIAL:
             ell_step = _sequential_steps(oracle, b, i, blk, ks, lam, scale, n, s, p,
-                                         0.5 * (j - 1) * j, c.theta) - b.ell[i]
+                                         0.5 * (j - 1) * j, c.theta, lw.work) - b.ell[i]
             cnt.corrective += 1
         elif kind == STEP_CORRECTIVE:
-            cnt.drop += _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
+            if p.lower != NULL:
+                cnt.drop += _corrective_box(oracle, b, i, blk, lam, scale, n, s, p, lw)
+            else:
+                cnt.drop += _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
             _normalise(blk)
             ell_step = _rebuild_block(oracle, b, i, blk, scale, s, p, 0.5 * (j - 1) * j) / n \
                 - b.ell[i]
@@ -548,6 +662,12 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     cdef ActiveSets atoms = state.atoms
     cdef Options opt
     cdef Counts cnt
+    cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
+                                             if state.has_box else 1)
+    cdef LineWork lw
+    lw.work = &line_work[0]
+    lw.alpha = NULL                      # grown by _corrective_box, freed below
+    lw.alpha_cap = 0
     opt.lam = state.lam
     opt.step = STEPS.index(step)
     opt.line_search = line_search
@@ -566,14 +686,15 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     try:
         if oracle.needs_gil:
             _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0], &view.sampler,
-                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, corners)
+                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, corners, &lw)
         else:
             with nogil:
                 _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0],
                               &view.sampler, &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt,
-                              corners)
+                              corners, &lw)
     finally:
         free(corners)
+        free(lw.alpha)
         # Booked here (see ``_fw.bcfw_pass``): completed steps are kept when an
         # oracle call fails part-way.
         counts = StepCounts(ell=ell, ell_avg=ell_avg, steps=cnt.steps - state.n_steps,

@@ -30,6 +30,7 @@ cdef struct Blocks:
     float64_t* e                # compact: scratch for one direction (max_coords)
     int32_t* ex_idx             # compact: scratch for A_i e (max_expand entries)
     float64_t* ex_val
+    int32_t* pos                # compact: n_features entries, -1 between uses
 
 
 cdef inline const int32_t* _block_support(const Blocks* b, intp_t i) noexcept nogil:

@@ -7,7 +7,8 @@ and writes the updated scalars back.  Notation follows Lacoste-Julien et al.
 v_s = psi_i(y*) / (lam n), ell_s = L_i(y*) / n, and the block gap is
 g_i = lam <v_i - v_s, w> - ell_i + ell_s, where w = v without box
 constraints and w = clip(v, lower, upper) with them (Osokin et al. (2016), App. H, Alg. 8-9;
-the oracle is called at w and the step sizes use v).
+the oracle is called at w; with line search the step sizes are exact along v, see
+``_linesearch.pxd``).
 
 Weighted averaging (iterate k weighted by k) is kept lazily in O(nnz) per
 step: with R_k = k (k + 1) / 2 and u = sum_j R_{j-1} (v^(j) - v^(j-1)),
@@ -24,6 +25,7 @@ from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_dot,
                                 _use_ground_truth)
 from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
 from ssvm_core._view cimport StateView
+from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, _block_box_step, _box_line_search
 
 from ssvm_core._view import frame_scratch
 from ssvm_core.step_counts import StepCounts
@@ -32,7 +34,9 @@ from ssvm_core.step_counts import StepCounts
 cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                      const Sampler* smp, float64_t lam, bint line_search,
                      float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
-                     intp_t* n_replaced, Corner* c) except -1 nogil:
+                     intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil:
+    # line_work: LINE_WORK * n_features doubles for the exact box line search (unused
+    # without a box).
     cdef intp_t n = oracle.n_blocks, t, i, j
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* vs
@@ -49,7 +53,10 @@ cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
         b.gap_estimates[i] = gap
         if smp.uniforms != NULL:
             _tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
-        if line_search:
+        if line_search and p.lower != NULL:
+            gamma = _block_box_step(oracle, b, i, -1.0, vs, scale, p, ell_s - b.ell[i], lam,
+                                    1.0, line_work, NULL)
+        elif line_search:
             gamma = _step_size(gap, lam * sqnorm)
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
@@ -87,16 +94,20 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     cdef intp_t n_steps = state.n_steps, n_replaced = 0
     cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
     cdef float64_t lam = state.lam
+    cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
+                                             if state.has_box else 1)
     if view.sampler.n_order + view.sampler.n_uniforms == 0:
         return StepCounts()
     try:
         if oracle.needs_gil:
             _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                        line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
+                        line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
+                        &line_work[0])
         else:
             with nogil:
                 _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                            line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner)
+                            line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
+                            &line_work[0])
     finally:
         # Booked here, not by the caller, so that the steps completed before an
         # oracle call fails are kept: the blocks have moved, and ell and the
@@ -197,6 +208,7 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     cdef float64_t gap, gamma, diff
     cdef intp_t k, j = state.n_steps + 1, n_replaced = 0
     cdef ActiveSets atoms = state.atoms
+    cdef float64_t[::1] e, line_work
     if oracle.needs_gil:
         _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
                     &ell_s, &n_replaced, &buf.corner)
@@ -209,7 +221,13 @@ def fw_step(MaxOracle oracle, state, bint line_search):
         dot += diff * w[k]
         sq += diff * diff
     gap = lam * dot - ell + ell_s
-    gamma = _step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
+    if line_search and state.has_box:         # exact: e = v_s - v over all features
+        e = np.subtract(vs, v)
+        line_work = np.zeros(4 * d)             # 2 d breakpoints
+        gamma = _box_line_search(&v[0], view.primal.lower, view.primal.upper, NULL, &e[0], d,
+                                 ell_s - ell, lam, 1.0, <Breakpoint*> &line_work[0], NULL)
+    else:
+        gamma = _step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
     if oracle.needs_gil:
         _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam, gamma,
                  &labels[0], &n_labels[0], atoms, j, &buf.corner)

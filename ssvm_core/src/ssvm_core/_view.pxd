@@ -11,7 +11,7 @@ cdef class StateView:
     cdef Sampler sampler
     cdef float64_t[::1] _values, _ell, _gaps, _v, _w, _lower, _upper, _avg_u, _tree
     cdef float64_t[::1] _e, _ex_val
-    cdef int32_t[::1] _ex_idx
+    cdef int32_t[::1] _ex_idx, _pos
     cdef const intp_t[::1] _ptr, _order
     cdef const int32_t[::1] _support
     cdef const float64_t[::1] _uniforms

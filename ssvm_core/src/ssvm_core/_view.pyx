@@ -36,6 +36,7 @@ cdef class StateView:
         self.blocks.e = NULL
         self.blocks.ex_idx = NULL
         self.blocks.ex_val = NULL
+        self.blocks.pos = NULL
         if self.blocks.compact:
             if oracle is None or oracle.max_coords <= 0:
                 raise ValueError("a state with compact blocks needs an oracle that offers "
@@ -46,6 +47,9 @@ cdef class StateView:
             self.blocks.e = &self._e[0]
             self.blocks.ex_idx = &self._ex_idx[0]
             self.blocks.ex_val = &self._ex_val[0]
+            if state.has_box:
+                self._pos = np.full(oracle.n_features, -1, dtype=np.int32)
+                self.blocks.pos = &self._pos[0]
         self._w = state.w
         self._v = state.v
         self._lower = state.lower
