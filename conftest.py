@@ -22,7 +22,6 @@ _expected = os.environ.get("SSVM_EXPECT_BUILD_DIR")
 if _expected:
     for _name in ("ssvm_core", "ssvm_oracles"):
         _file = importlib.import_module(_name).__file__
-        print(f"{_name} imported from {_file}")
         if not os.path.realpath(_file).startswith(os.path.realpath(_expected) + os.sep):
             raise ImportError(f"{_name} comes from {_file}, not from the build in {_expected}")
 
