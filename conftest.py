@@ -8,11 +8,22 @@ distribution.  Importing the installed packages first prevents that.
 """
 
 import importlib
+import os
 
 for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles", "ssvm_paths"):
     _module = importlib.import_module(_name)
     if getattr(_module, "__file__", None) is None:
         raise ImportError(f"{_name} is not installed; run `bash tools/install.sh` first")
+
+# .ci/run's debug step installs ssvm-core and ssvm-oracles built with
+# SSVM_CYTHON_DEBUG=1 into a --target folder and names it here: the run must
+# test that build, not the normal one of the environment.
+_expected = os.environ.get("SSVM_EXPECT_BUILD_DIR")
+if _expected:
+    for _name in ("ssvm_core", "ssvm_oracles"):
+        _file = importlib.import_module(_name).__file__
+        if not os.path.realpath(_file).startswith(os.path.realpath(_expected) + os.sep):
+            raise ImportError(f"{_name} comes from {_file}, not from the build in {_expected}")
 
 # Hypothesis profiles for every test folder: ``ci`` (default; derandomised, no
 # example database, no deadline), ``dev`` and ``fuzz``; choose one with

@@ -10,4 +10,5 @@ _spec.loader.exec_module(_build)
 
 setup(ext_modules=_build.cython_extensions(
     "ssvm_core", ["_oracle", "_atoms", "_view", "_linesearch", "_fw", "_active", "_ssg",
-                  "_batch"]))
+                  "_batch"]),
+    options=_build.setup_options())

@@ -2,8 +2,9 @@
 
 from setuptools import setup
 
-from ssvm_core._build import cython_extensions
+from ssvm_core._build import cython_extensions, setup_options
 
 setup(ext_modules=cython_extensions(
     "ssvm_oracles", ["_chain", "_multiclass", "_matching", "_distance_transform", "_tree_maxsum",
-                     "_combinators", "_maxflow", "_graphcut", "_graph"]))
+                     "_combinators", "_maxflow", "_graphcut", "_graph"]),
+    options=setup_options())

@@ -3,7 +3,11 @@
 Used by ``ssvm_core/setup.py`` (loaded from its file) and by the setup of
 packages that cimport ssvm-core (``from ssvm_core._build import ...``), so the
 compiler directives live in one place.  ``SSVM_CYTHON_DEBUG=1`` turns bounds,
-wraparound, initialisation and None checks back on and compiles with -O0 -g.
+wraparound and initialisation checks back on, Python's division semantics
+(``cdivision`` off: a zero divisor raises) and compiles with -O0 -g;
+such a build writes its C sources and objects under ``build/debug`` (see
+:func:`setup_options`), apart from the normal build's, so that neither build
+reuses the other's files because they look up to date.
 """
 
 from __future__ import annotations
@@ -11,22 +15,38 @@ from __future__ import annotations
 import os
 
 
+def _debug() -> bool:
+    return os.environ.get("SSVM_CYTHON_DEBUG", "0") == "1"
+
+
+def setup_options() -> dict:
+    """``setup(options=...)``: a debug build compiles under ``build/debug``."""
+    return {"build": {"build_base": "build/debug"}} if _debug() else {}
+
+
 def cython_extensions(package: str, modules: list[str]) -> list:
     """Cythonized ``Extension`` objects for ``src/<package>/<module>.pyx``."""
     from Cython.Build import cythonize
     from setuptools import Extension
 
-    debug = os.environ.get("SSVM_CYTHON_DEBUG", "0") == "1"
+    debug = _debug()
     directives = {
         "language_level": 3,
         "boundscheck": debug,
         "wraparound": debug,
         "initializedcheck": debug,
-        "nonecheck": debug,
+        # Not even in debug builds: a None check needs the GIL, so nonecheck rejects
+        # every attribute access of ``self`` in the kernels' nogil methods.
+        "nonecheck": False,
         "cdivision": not debug,
         "embedsignature": True,
     }
     args = ["-O0", "-g"] if debug else ["-O3"]
     extensions = [Extension(f"{package}.{name}", [f"src/{package}/{name}.pyx"],
                             extra_compile_args=args) for name in modules]
+    # Cython decides whether a .c file is stale from timestamps only, not from the
+    # directives: a debug build regenerates its own C files, away from the normal ones.
+    if debug:
+        return cythonize(extensions, compiler_directives=directives, build_dir="build/debug",
+                         force=True)
     return cythonize(extensions, compiler_directives=directives)

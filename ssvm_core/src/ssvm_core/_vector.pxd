@@ -4,6 +4,7 @@
 # cimporting module, nothing is linked or imported at run time.  Sums use four
 # partial accumulators: the latency of the additions, not the multiplies, bounds
 # a loop with a single sum.
+from cython cimport floating
 from libc.stdint cimport uintptr_t
 from libc.stdlib cimport free, malloc
 
@@ -28,9 +29,13 @@ cdef inline float64_t dot(const float64_t* a, const float64_t* b, intp_t n) noex
     return (s0 + s1) + (s2 + s3)
 
 
-cdef inline float64_t dot_gather(const float64_t* w, const int32_t* idx, const float64_t* val,
+cdef inline float64_t dot_gather(const float64_t* w, const int32_t* idx, const floating* val,
                                  intp_t nnz) noexcept nogil:
-    """sum_k w[idx[k]] val[k]: <w, x> for a sparse x given as (idx, val), nnz entries."""
+    """sum_k w[idx[k]] val[k]: <w, x> for a sparse x given as (idx, val), nnz entries.
+
+    ``val`` may hold float64 or float32 values (a fused type: each cimporting
+    module compiles the variants it calls); the sum is in float64 either way.
+    """
     cdef float64_t s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
     cdef intp_t k, n4 = nnz - nnz % 4
     for k in range(0, n4, 4):

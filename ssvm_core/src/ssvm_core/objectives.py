@@ -14,8 +14,8 @@ import numpy as np
 
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
-from ssvm_core.state import SolverState, _check_lam
-from ssvm_core.validation import check_weights
+from ssvm_core.state import SolverState
+from ssvm_core.validation import check_lam, check_weights
 
 
 def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = None) -> float:
@@ -34,7 +34,7 @@ def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = Non
     """
     oracle = as_oracle(oracle)
     w = check_weights(w, oracle.n_features)
-    lam = _check_lam(lam)
+    lam = check_lam(lam)
     return 0.5 * lam * float(w @ w) + score_pass(oracle, w, n_jobs=n_jobs) / oracle.n_blocks
 
 

@@ -5,6 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 
+def check_lam(lam: float) -> float:
+    """The regularisation parameter lambda as a float; ``ValueError`` unless finite and > 0."""
+    lam = float(lam)
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite positive number, got {lam}")
+    return lam
+
+
 def check_weights(w, n_features: int, layout: str | None = None) -> np.ndarray:
     """``w`` as a C-contiguous float64 vector of length ``n_features``, all finite.
 

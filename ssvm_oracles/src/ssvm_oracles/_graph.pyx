@@ -49,6 +49,8 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport dot_gather
+from ssvm_oracles._labels cimport check_labelling
 from ssvm_oracles._maxflow cimport min_cut_arcs
 
 from ssvm_oracles._maxflow import arc_lists
@@ -502,9 +504,9 @@ cdef class GraphOracle(MaxOracle):
         fell_back[0] = False
         b.n, b.m, b.K = n, m, K
         b.u = mem
-        b.head = &self.head[e0]
-        b.tail = &self.tail[e0]
-        b.flip = &self.flip[e0]
+        b.head = &self.head[0] + e0         # e0 may be the end (a last graph without edges)
+        b.tail = &self.tail[0] + e0
+        b.flip = &self.flip[0] + e0
         b.P = b.PT = b.tab = NULL
         self._unaries(i, w, b.u)
         if per_edge:
@@ -651,21 +653,10 @@ cdef class GraphOracle(MaxOracle):
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
-        cdef intp_t n = self.node_ptr[i + 1] - self.node_ptr[i], v, k
-        cdef float64_t dot = 0.0
-        if n_labels != n:
-            with gil:
-                raise ValueError(f"block {i} needs a labelling of its {n} nodes, "
-                                 f"got {n_labels} labels")
-        for v in range(n):
-            if labels[v] < 0 or labels[v] >= self.n_states:
-                with gil:
-                    raise ValueError(f"label {labels[v]} of node {v} outside "
-                                     f"[0, {self.n_states})")
+        check_labelling(i, labels, n_labels, self.node_ptr[i + 1] - self.node_ptr[i],
+                        self.n_states)
         self._write(i, labels, out)
-        for k in range(out.psi_nnz):
-            dot += w[out.psi_idx[k]] * out.psi_val[k]
-        out.score = out.loss - dot
+        out.score = out.loss - dot_gather(w, out.psi_idx, out.psi_val, out.psi_nnz)
         return 0
 
     def decode(self, w) -> list:

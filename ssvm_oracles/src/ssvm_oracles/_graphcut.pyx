@@ -23,12 +23,14 @@ call, so concurrent calls from several threads are safe.
 
 cimport cython
 from cython cimport floating
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport free
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._vector cimport checked_malloc, dot_gather
+from ssvm_oracles._labels cimport check_labelling
 from ssvm_oracles._maxflow cimport min_cut_arcs
 
 from ssvm_oracles._maxflow import arc_lists
@@ -47,27 +49,12 @@ cdef extern from *:
     void ssvm_prefetch(const void* p, intp_t nbytes) nogil
 
 
-cdef inline float64_t _csr_dot(const float64_t* w, const int32_t* idx, const floating* val,
-                               intp_t nnz) noexcept nogil:
-    """sum_k w[idx[k]] val[k], with four partial sums (the add latency bounds one sum)."""
-    cdef intp_t k, n4 = nnz - nnz % 4
-    cdef float64_t s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    for k in range(0, n4, 4):
-        s0 += w[idx[k]] * val[k]
-        s1 += w[idx[k + 1]] * val[k + 1]
-        s2 += w[idx[k + 2]] * val[k + 2]
-        s3 += w[idx[k + 3]] * val[k + 3]
-    for k in range(n4, nnz):
-        s0 += w[idx[k]] * val[k]
-    return (s0 + s1) + (s2 + s3)
-
-
 cdef void _unary_scores(const float64_t* w, const intp_t* row_ptr, const int32_t* col,
                         const floating* val, intp_t n, float64_t* u) noexcept nogil:
     """u[p] = <w, x_p> for the n CSR rows starting at row_ptr (global offsets)."""
     cdef intp_t p
     for p in range(n):
-        u[p] = _csr_dot(w, col + row_ptr[p], val + row_ptr[p], row_ptr[p + 1] - row_ptr[p])
+        u[p] = dot_gather(w, col + row_ptr[p], val + row_ptr[p], row_ptr[p + 1] - row_ptr[p])
 
 
 cdef void _capacities(const float64_t* w_active, const intp_t* active, intp_t n_active,
@@ -127,8 +114,8 @@ cdef void _pairwise_psi(const intp_t* changed, const float64_t* diff, intp_t n_c
 
 cdef int _raise_nonsubmodular(intp_t k, float64_t value) except -1 nogil:
     with gil:
-        from ssvm_oracles.graphcut import NonSubmodularError, _nonsubmodular_message
-        raise NonSubmodularError(_nonsubmodular_message(k, value))
+        from ssvm_oracles.graphcut import NonSubmodularError
+        raise NonSubmodularError.for_weight(k, value)
 
 
 @cython.final
@@ -236,17 +223,14 @@ cdef class GraphCutOracle(MaxOracle):
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
         cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
         cdef const int32_t* truth = &self.labels[p0]
-        cdef const int32_t* head = &self.head[e0]
-        cdef const int32_t* tail = &self.tail[e0]
+        cdef const int32_t* head = &self.head[0] + e0   # e0 may be the end when m = 0
+        cdef const int32_t* tail = &self.tail[0] + e0
         cdef intp_t p, e, k, nnz, n_changed = 0
         cdef float64_t loss = 0.0
-        cdef intp_t* changed = <intp_t*> malloc((m + 1) * sizeof(intp_t))
-        cdef float64_t* diff = <float64_t*> malloc((m + 1) * sizeof(float64_t))
-        if changed == NULL or diff == NULL:
-            free(changed)
-            free(diff)
-            with gil:
-                raise MemoryError("graph-cut psi")
+        # One allocation (8-byte items) holds both lists; freed at the end (nothing raises).
+        cdef intp_t* changed = <intp_t*> checked_malloc(
+            (m + 1) * (sizeof(intp_t) + sizeof(float64_t)), "graph-cut psi")
+        cdef float64_t* diff = <float64_t*> (changed + m + 1)
         # The edges whose cut status changed, listed without branches.
         for e in range(m):
             changed[n_changed] = e
@@ -278,7 +262,6 @@ cdef class GraphCutOracle(MaxOracle):
                               self.n_pairwise, out.psi_val + nnz)
             nnz += self.n_pairwise
         free(changed)
-        free(diff)
         out.n_labels = n
         out.psi_nnz = nnz
         out.loss = loss
@@ -301,14 +284,12 @@ cdef class GraphCutOracle(MaxOracle):
             ssvm_prefetch(&self.arc_to[2 * e0], 2 * m * sizeof(int32_t))
             ssvm_prefetch(&self.arc_rev[2 * e0], 2 * m * sizeof(int32_t))
             ssvm_prefetch(&self.arc_edge[2 * e0], 2 * m * sizeof(int32_t))
-        cdef float64_t* mem = <float64_t*> malloc((2 * n + m + self.n_pairwise)
-                                                  * sizeof(float64_t))
-        cdef intp_t* active = <intp_t*> malloc((self.n_pairwise + 1) * sizeof(intp_t))
-        if mem == NULL or active == NULL:
-            free(mem)
-            free(active)
-            with gil:
-                raise MemoryError("graph-cut potentials")
+        # One allocation (8-byte items): u, D, c, w_active, then the active indices.
+        cdef intp_t n_float = 2 * n + m + self.n_pairwise
+        cdef float64_t* mem = <float64_t*> checked_malloc(
+            n_float * sizeof(float64_t) + (self.n_pairwise + 1) * sizeof(intp_t),
+            "graph-cut potentials")
+        cdef intp_t* active = <intp_t*> (mem + n_float)
         cdef float64_t* u = mem
         cdef float64_t* D = mem + n
         cdef float64_t* c = mem + 2 * n
@@ -344,24 +325,11 @@ cdef class GraphCutOracle(MaxOracle):
             out.score = out.loss - (wpsi + c_dot)
         finally:
             free(mem)
-            free(active)
         return 0
 
     cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
                       const float64_t* w, Corner* out) except -1 nogil:
-        cdef intp_t n = self.node_ptr[i + 1] - self.node_ptr[i], p, k
-        cdef float64_t dot = 0.0
-        if n_labels != n:
-            with gil:
-                raise ValueError(f"block {i} needs a 0/1 labelling of its {n} nodes, "
-                                 f"got {n_labels} labels")
-        for p in range(n):
-            if labels[p] != 0 and labels[p] != 1:
-                with gil:
-                    raise ValueError(f"block {i} needs a 0/1 labelling of its {n} nodes, "
-                                     f"got label {labels[p]} at node {p}")
+        check_labelling(i, labels, n_labels, self.node_ptr[i + 1] - self.node_ptr[i], 2)
         self._write(i, labels, out)
-        for k in range(out.psi_nnz):
-            dot += w[out.psi_idx[k]] * out.psi_val[k]
-        out.score = out.loss - dot
+        out.score = out.loss - dot_gather(w, out.psi_idx, out.psi_val, out.psi_nnz)
         return 0

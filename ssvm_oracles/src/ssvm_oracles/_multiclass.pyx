@@ -71,9 +71,10 @@ cdef class MulticlassOracle(MaxOracle):
 
     cdef inline float64_t _class_score(self, intp_t i, intp_t k,
                                        const float64_t* w) noexcept nogil:
-        cdef intp_t start = self.indptr[i]
-        return dot_gather(w + k * self.n_inputs, &self.indices[start], &self.data[start],
-                          self.indptr[i + 1] - start)
+        cdef intp_t start = self.indptr[i], nnz = self.indptr[i + 1] - start
+        if nnz == 0:            # &indices[start] would be past the end for a last empty row
+            return 0.0
+        return dot_gather(w + k * self.n_inputs, &self.indices[start], &self.data[start], nnz)
 
     cdef void _write(self, intp_t i, int32_t k, const float64_t* w,
                      Corner* out) noexcept nogil:

@@ -636,7 +636,7 @@ def _take_ragged(values, ptr, idx):
     return np.concatenate([values[ptr[i]:ptr[i + 1]] for i in idx]), new_ptr
 
 
-cdef class _PoseData:
+cdef class PoseData:
     """Packed inputs of n examples (shared by the oracle and decoding)."""
     cdef _Tree tree
     cdef readonly int32_t[::1] parents, order, arc_up
@@ -677,32 +677,32 @@ cdef class _PoseData:
         unary, unary_ptr = _take_ragged(np.asarray(self.unary), np.asarray(self.unary_ptr), idx)
         pairwise, pair_ptr = _take_ragged(np.asarray(self.pairwise), np.asarray(self.pair_ptr),
                                           idx)
-        return _PoseData(np.asarray(self.parents), self.tree.T, np.asarray(self.shapes)[idx],
-                         unary, unary_ptr, pairwise, pair_ptr,
-                         np.ascontiguousarray(np.asarray(self.offsets)[idx]))
+        return PoseData(np.asarray(self.parents), self.tree.T, np.asarray(self.shapes)[idx],
+                        unary, unary_ptr, pairwise, pair_ptr,
+                        np.ascontiguousarray(np.asarray(self.offsets)[idx]))
 
     def __reduce__(self):
-        return (_PoseData, (np.asarray(self.parents), self.tree.T, np.asarray(self.shapes),
-                            np.asarray(self.unary), np.asarray(self.unary_ptr),
-                            np.asarray(self.pairwise), np.asarray(self.pair_ptr),
-                            np.asarray(self.offsets)))
+        return (PoseData, (np.asarray(self.parents), self.tree.T, np.asarray(self.shapes),
+                           np.asarray(self.unary), np.asarray(self.unary_ptr),
+                           np.asarray(self.pairwise), np.asarray(self.pair_ptr),
+                           np.asarray(self.offsets)))
 
 
 @cython.final
 cdef class PoseOracle(MaxOracle):
     """Loss-augmented tree max-sum with distance transforms for n examples.
 
-    Built by ``PoseModel.bind``: the packed inputs (``_PoseData``), the ground
+    Built by ``PoseModel.bind``: the packed inputs (``PoseData``), the ground
     truth labellings (n, 2 P + A), the loss radius^2 per example and the loss
     kind.  ``solve`` raises ``ValueError`` if a quadratic deformation weight is
     negative.
     """
-    cdef readonly _PoseData data
+    cdef readonly PoseData data
     cdef readonly int32_t[:, ::1] truth
     cdef readonly float64_t[::1] radius2
     cdef readonly int loss_kind
 
-    def __init__(self, _PoseData data, truth, radius2, str loss="truncated"):
+    def __init__(self, PoseData data, truth, radius2, str loss="truncated"):
         if loss not in LOSS_KINDS:
             raise ValueError(f"unknown loss {loss!r}; use one of {sorted(LOSS_KINDS)}")
         self.data = data
@@ -771,7 +771,7 @@ cdef class PoseOracle(MaxOracle):
         return self._fill(i, &ex, labels, w, out)
 
 
-def decode(_PoseData data, w):
+def decode(PoseData data, w):
     """argmax_y <w, phi(x, y)> for every packed example: int32 array (n, 2 P + A)."""
     cdef const _Tree* tr = &data.tree
     cdef intp_t n = data.shapes.shape[0], i
@@ -787,7 +787,7 @@ def decode(_PoseData data, w):
     return out
 
 
-def check_deformation_weights(_PoseData data, w):
+def check_deformation_weights(PoseData data, w):
     """Raise ``ValueError`` if a quadratic deformation weight of ``w`` is negative."""
     cdef float64_t[::1] wv = check_weights(w, pose_size(data.tree.P, data.tree.T))
     _check_quadratics(&data.tree, &wv[0])

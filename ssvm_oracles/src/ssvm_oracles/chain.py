@@ -56,6 +56,31 @@ class ChainModel(StructuredModel):
     n_features_in_ : int
         F of the data last bound (set by ``bind``; the constructor's
         ``n_features`` is never changed).
+
+    Examples
+    --------
+    Four short sequences of 2 features and 3 labels; the Viterbi oracle agrees with
+    brute force over every labelling at the trained w:
+
+    >>> import numpy as np
+    >>> from ssvm_core import BruteForceOracle, solve
+    >>> from ssvm_oracles import ChainModel
+    >>> rng = np.random.default_rng(0)
+    >>> X = [rng.normal(size=(length, 2)) for length in (2, 3, 4, 4)]
+    >>> Y = [rng.integers(0, 3, size=len(x)) for x in X]
+    >>> model = ChainModel(n_states=3)
+    >>> oracle = model.bind(X, Y)
+    >>> model.size_joint_feature  # emission F K + transition K K + bias, start, end 3 K
+    24
+    >>> result = solve(oracle, lam=1.0, step="pairwise", tol=1e-3, random_state=0)
+    >>> result.status, result.certified
+    ('converged', True)
+    >>> brute = BruteForceOracle(model, X, Y)
+    >>> all(np.array_equal(oracle.solve_py(i, result.w)[0], brute.solve(i, result.w)[0])
+    ...     for i in range(len(X)))
+    True
+    >>> [y.tolist() for y in model.predict(X[:2], result.w)]
+    [[1, 2], [2, 2, 1]]
     """
 
     def __init__(self, n_states: int, n_features: int | None = None,

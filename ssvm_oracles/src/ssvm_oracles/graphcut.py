@@ -33,6 +33,14 @@ FEATURE_DTYPES = ("auto", "float64", "float32")
 class NonSubmodularError(ValueError):
     """The pairwise weights are negative: the max oracle is no longer a min-cut."""
 
+    @classmethod
+    def for_weight(cls, k: int, value: float) -> NonSubmodularError:
+        """The error for the negative pairwise weight ``w_P[k] = value``."""
+        return cls(f"pairwise weight w_P[{k}] = {value:.6g} is negative: the graph-cut "
+                   "oracle is exact only for w_P >= 0 (Osokin et al. (2016), App. I.3). "
+                   "Train with the box constraint of GraphCutModel.weight_bounds() "
+                   "(Osokin et al. (2016), App. H)")
+
 
 class _Image(NamedTuple):
     """One validated example: CSR unary features, edges as two index vectors."""
@@ -121,17 +129,10 @@ def balanced_weights(y_true: np.ndarray) -> np.ndarray:
     return omega[y_true]
 
 
-def _nonsubmodular_message(k: int, value: float) -> str:
-    return (f"pairwise weight w_P[{k}] = {value:.6g} is negative: the graph-cut "
-            "oracle is exact only for w_P >= 0 (Osokin et al. (2016), App. I.3). "
-            "Train with the box "
-            "constraint of GraphCutModel.weight_bounds() (Osokin et al. (2016), App. H)")
-
-
 def _check_pairwise_weights(w_pairwise: np.ndarray) -> None:
     if w_pairwise.size and w_pairwise.min() < 0:
         k = int(np.argmin(w_pairwise))
-        raise NonSubmodularError(_nonsubmodular_message(k, w_pairwise[k]))
+        raise NonSubmodularError.for_weight(k, w_pairwise[k])
 
 
 def _exact_in_float32(values: np.ndarray) -> bool:

@@ -11,8 +11,8 @@ from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._tree_maxsum import (
     LOSS_KINDS,
+    PoseData,
     PoseOracle,
-    _PoseData,
     decode,
     pose_size,
     tree_arrays,
@@ -181,7 +181,7 @@ class PoseModel(StructuredModel):
                 raise ValueError(f"{where}: {name} has NaN or infinite entries")
         return unary, pairwise, offsets
 
-    def _pack(self, X: Sequence) -> tuple[_PoseData, int]:
+    def _pack(self, X: Sequence) -> tuple[PoseData, int]:
         """The checked inputs packed for the oracle, and their T."""
         if len(X) == 0:
             raise ValueError("X is empty")
@@ -191,7 +191,7 @@ class PoseModel(StructuredModel):
         shapes = np.array([u.shape[1:] for u, _, _ in checked], dtype=np.intp)
         unary_ptr = np.concatenate([[0], np.cumsum([u.size for u, _, _ in checked])])
         pair_ptr = np.concatenate([[0], np.cumsum([p.size for _, p, _ in checked])])
-        data = _PoseData(self.parents, T, shapes,
+        data = PoseData(self.parents, T, shapes,
                          np.concatenate([u.ravel() for u, _, _ in checked]),
                          unary_ptr.astype(np.intp),
                          np.concatenate([p.ravel() for _, p, _ in checked]),
