@@ -22,35 +22,10 @@ SOURCE_ROOTS = sorted(ROOT.glob("ssvm_*/src")) + [ROOT / "src"]
 # ssvm_core/CHANGELOG.md): the oracle protocol, its typedefs and the shared vector kernels.
 CYTHON_ABI = {"ssvm_core._oracle", "ssvm_core._typedefs", "ssvm_core._vector"}
 
-# (importing module, imported module) -> (private names, why they are allowed).
-_KERNEL_PXD = ("cdef helpers that the kernel modules share through their .pxd declarations; "
-               "the files are off-limits during the pass-loop refactor: drop the underscores "
-               "(what a .pxd declares is its interface) when they are free again")
-_STATE_LAM = ("state.py and the solvers are off-limits during the pass-loop refactor: they "
-              "switch to the public ssvm_core.validation.check_lam afterwards")
-ALLOWED = {
-    ("ssvm_core.subgradient", "ssvm_core.solvers"): (
-        {"_budget_status"}, "removed by the pass-loop refactor"),
-    ("ssvm_core.subgradient", "ssvm_core.state"): ({"_check_lam"}, _STATE_LAM),
-    ("ssvm_core.solvers", "ssvm_core.state"): ({"_check_lam"}, _STATE_LAM),
-    # Block-step helpers of _blocks.pxd, used by the FW, active-set and mini-batch kernels.
-    ("ssvm_core._fw", "ssvm_core._blocks"): (
-        {"_affine_move", "_affine_stats", "_below_ground_truth", "_clear_psi", "_corner_dense",
-         "_dot_block", "_step_size", "_use_ground_truth"}, _KERNEL_PXD),
-    ("ssvm_core._active", "ssvm_core._blocks"): (
-        {"_affine_move", "_affine_stats", "_below_ground_truth", "_clear_psi", "_corner_dense",
-         "_use_ground_truth"}, _KERNEL_PXD),
-    ("ssvm_core._batch", "ssvm_core._blocks"): (
-        {"_below_ground_truth", "_use_ground_truth"}, _KERNEL_PXD),
-    # Atom storage of _atoms.pxd, read by the active-set and mini-batch kernels.
-    ("ssvm_core._active", "ssvm_core._atoms"): (
-        {"_atom_clear", "_atom_dot", "_psi_at", "_atom_scatter"}, _KERNEL_PXD),
-    ("ssvm_core._batch", "ssvm_core._atoms"): ({"_atom_dot"}, _KERNEL_PXD),
-    # Block sampling of _fw.pxd and the sum tree of _sampling.pxd (gap sampling).
-    ("ssvm_core._active", "ssvm_core._fw"): ({"_block_support", "_next_block"}, _KERNEL_PXD),
-    ("ssvm_core._active", "ssvm_core._sampling"): ({"_tree_set"}, _KERNEL_PXD),
-    ("ssvm_core._fw", "ssvm_core._sampling"): ({"_tree_draw", "_tree_set"}, _KERNEL_PXD),
-}
+# (importing module, imported module) -> (private names, why they are allowed).  The
+# kernels share their C helpers through .pxd declarations, whose names are public: what a
+# .pxd declares is its interface.
+ALLOWED: dict[tuple[str, str], tuple[set[str], str]] = {}
 
 
 def is_private(name: str) -> bool:

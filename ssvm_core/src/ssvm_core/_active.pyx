@@ -7,8 +7,9 @@ labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4
 ``hybrid``, whichever of the three improves the dual most.  With a box
 (Osokin et al. (2016), App. H) directions use v, the inner products use w = clip(v), and
 every step size (and hybrid's gains) comes from the exact line search of the
-piecewise-quadratic dual (``_linesearch.pxd``).  With compact blocks (``MaxOracle.coord_*``) the atoms are kept in
-block coordinates and their scores read theta = A_i^T w: from the oracle's
+piecewise-quadratic dual (``_linesearch.pxd``).  With compact blocks
+(``MaxOracle.coord_*``) the atoms are kept in block coordinates and their
+scores read theta = A_i^T w: from the oracle's
 answer, or from ``coord_scores`` when the scores are needed before (caching)
 or after a move (sequential steps).
 
@@ -27,13 +28,13 @@ from libc.stdlib cimport free, malloc, realloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, _atom_clear, _atom_dot, _psi_at,
-                               _atom_scatter)
-from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_move,
-                                _block_stats, _clear_frame, _corner_frame, _use_ground_truth)
-from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
+from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot, psi_at,
+                               atom_scatter)
+from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_move,
+                                block_stats, clear_frame, corner_frame, use_ground_truth)
+from ssvm_core._sampling cimport Sampler, next_block, tree_set
 from ssvm_core._view cimport StateView
-from ssvm_core._linesearch cimport LINE_WORK, _block_box_step
+from ssvm_core._linesearch cimport LINE_WORK, block_box_step
 
 from ssvm_core._view import frame_scratch
 from ssvm_core.options import STEPS
@@ -94,33 +95,33 @@ cdef float64_t _curvature(MaxOracle oracle, const Blocks* b, intp_t i,
                           float64_t lam) except? -1 nogil:
     """lam ||a v_i + c1 psi_k1 + c2 psi_k2||^2 (k2 < 0: no second atom)."""
     cdef float64_t dot, sq
-    _atom_scatter(blk, k1, 1.0, s)
+    atom_scatter(blk, k1, 1.0, s)
     if k2 >= 0:
-        _atom_scatter(blk, k2, c2 / c1, s)
-    _block_stats(oracle, b, i, a, s, c1, w, NULL, &dot, &sq)
-    _atom_clear(blk, k1, s)
+        atom_scatter(blk, k2, c2 / c1, s)
+    block_stats(oracle, b, i, a, s, c1, w, NULL, &dot, &sq)
+    atom_clear(blk, k1, s)
     if k2 >= 0:
-        _atom_clear(blk, k2, s)
+        atom_clear(blk, k2, s)
     return lam * sq
 
 
 cdef float64_t _box_line(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
-                        float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
-                        float64_t* s, const Primal* p, float64_t lam, float64_t delta_ell,
-                        float64_t gamma_max, float64_t* work, float64_t* gain) except? -1 nogil:
+                         float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
+                         float64_t* s, const Primal* p, float64_t lam, float64_t delta_ell,
+                         float64_t gamma_max, float64_t* work, float64_t* gain) except? -1 nogil:
     """Exact step over [0, gamma_max] along e = a v_i + c1 psi_k1 + c2 psi_k2 with a box.
 
     ell moves by delta_ell per unit step; ``gain`` receives the dual's increase
-    (``_box_line_search``, Osokin et al. (2016), App. H).  k2 < 0: no second atom.
+    (``box_search``, Osokin et al. (2016), App. H).  k2 < 0: no second atom.
     """
     cdef float64_t gam
-    _atom_scatter(blk, k1, c1, s)
+    atom_scatter(blk, k1, c1, s)
     if k2 >= 0:
-        _atom_scatter(blk, k2, c2, s)
-    gam = _block_box_step(oracle, b, i, a, s, 1.0, p, delta_ell, lam, gamma_max, work, gain)
-    _atom_clear(blk, k1, s)
+        atom_scatter(blk, k2, c2, s)
+    gam = block_box_step(oracle, b, i, a, s, 1.0, p, delta_ell, lam, gamma_max, work, gain)
+    atom_clear(blk, k1, s)
     if k2 >= 0:
-        _atom_clear(blk, k2, s)
+        atom_clear(blk, k2, s)
     return gam
 
 
@@ -128,13 +129,13 @@ cdef int _move(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* bl
                float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
                float64_t* s, Primal* p, float64_t avg_coef) except -1 nogil:
     """v_i += a v_i + c1 psi_k1 + c2 psi_k2 (and v, w, the average with it)."""
-    _atom_scatter(blk, k1, c1, s)
+    atom_scatter(blk, k1, c1, s)
     if k2 >= 0:
-        _atom_scatter(blk, k2, c2, s)
-    _block_move(oracle, b, i, a, s, 1.0, p, avg_coef)
-    _atom_clear(blk, k1, s)
+        atom_scatter(blk, k2, c2, s)
+    block_move(oracle, b, i, a, s, 1.0, p, avg_coef)
+    atom_clear(blk, k1, s)
     if k2 >= 0:
-        _atom_clear(blk, k2, s)
+        atom_clear(blk, k2, s)
     return 0
 
 
@@ -159,11 +160,11 @@ cdef float64_t _rebuild_block(MaxOracle oracle, const Blocks* b, intp_t i,
     cdef float64_t loss = 0.0
     for k in range(blk.n):
         if blk.alpha[k] != 0.0:
-            _atom_scatter(blk, k, scale * blk.alpha[k], s)
+            atom_scatter(blk, k, scale * blk.alpha[k], s)
             loss += blk.alpha[k] * blk.loss[k]
-    _block_move(oracle, b, i, -1.0, s, 1.0, p, avg_coef)
+    block_move(oracle, b, i, -1.0, s, 1.0, p, avg_coef)
     for k in range(blk.n):
-        _atom_clear(blk, k, s)
+        atom_clear(blk, k, s)
     return loss
 
 
@@ -222,14 +223,14 @@ cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, Block
         _compact_gram(oracle, b, i, blk, s, G)
     else:
         for m in range(K):
-            _atom_scatter(blk, m, 1.0, s)
+            atom_scatter(blk, m, 1.0, s)
             for k in range(m, K):
                 dot = 0.0
                 for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                    dot += _psi_at(blk, q) * s[blk.psi_idx[q]]
+                    dot += psi_at(blk, q) * s[blk.psi_idx[q]]
                 G[k * K + m] = dot
                 G[m * K + k] = dot
-            _atom_clear(blk, m, s)
+            atom_clear(blk, m, s)
     for k in range(K):
         a0[k] = blk.alpha[k]
         x[k] = blk.alpha[k]
@@ -273,7 +274,7 @@ cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAt
     ``_corrective_alpha`` maximises a lower bound of the dual's change (its
     curvature counts clipped coordinates too), so its solution x only sets a
     direction: alpha <- alpha + gamma (x - alpha), with the exact step
-    (``_box_line_search``, Osokin et al. (2016), App. H) over every gamma that keeps
+    (``box_search``, Osokin et al. (2016), App. H) over every gamma that keeps
     alpha >= 0.  gamma = 1 gives x, so the step gains at least what the bound
     promised.  The direction's entries are made to sum to zero up to rounding
     relative to their own size (not to alpha's): a long step along a tiny
@@ -302,16 +303,16 @@ cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAt
     dd[top] -= total                          # sum(x) = sum(alpha) = 1 up to rounding
     for k in range(K):
         if dd[k] != 0.0:
-            _atom_scatter(blk, k, scale * dd[k], s)
+            atom_scatter(blk, k, scale * dd[k], s)
             delta_ell += dd[k] * blk.loss[k]
             if dd[k] < 0.0:
                 gmax = min(gmax, a0[k] / -dd[k])
     if gmax == INFINITY:                      # x == alpha
         gmax = 0.0
-    gam = _block_box_step(oracle, b, i, 0.0, s, 1.0, p, delta_ell / n, lam, gmax, lw.work,
-                          NULL)
+    gam = block_box_step(oracle, b, i, 0.0, s, 1.0, p, delta_ell / n, lam, gmax, lw.work,
+                         NULL)
     for k in range(K):
-        _atom_clear(blk, k, s)
+        atom_clear(blk, k, s)
         if dd[k] < 0.0 and gam >= a0[k] / -dd[k]:   # the atoms that bound gamma
             blk.alpha[k] = 0.0
         else:
@@ -328,18 +329,18 @@ cdef int _compact_gram(MaxOracle oracle, const Blocks* b, intp_t i, const BlockA
     cdef intp_t K = blk.n, k, m
     cdef float64_t dot, sq
     for k in range(K):
-        _atom_scatter(blk, k, 1.0, s)
-        _block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
+        atom_scatter(blk, k, 1.0, s)
+        block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
         G[k * K + k] = sq
-        _atom_clear(blk, k, s)
+        atom_clear(blk, k, s)
     for m in range(K):
         for k in range(m + 1, K):
-            _atom_scatter(blk, m, 1.0, s)
-            _atom_scatter(blk, k, 1.0, s)
-            _block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
+            atom_scatter(blk, m, 1.0, s)
+            atom_scatter(blk, k, 1.0, s)
+            block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
             G[k * K + m] = G[m * K + k] = 0.5 * (sq - G[k * K + k] - G[m * K + m])
-            _atom_clear(blk, m, s)
-            _atom_clear(blk, k, s)
+            atom_clear(blk, m, s)
+            atom_clear(blk, k, s)
     return 0
 
 
@@ -351,10 +352,10 @@ cdef inline int _score_atoms(MaxOracle oracle, const Blocks* b, intp_t i, BlockA
     if b.compact:
         oracle.coord_scores(i, w, theta)
         for k in range(blk.n):
-            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, theta)
+            blk.score[k] = blk.loss[k] - atom_dot(blk, k, theta)
     else:
         for k in range(blk.n):
-            blk.score[k] = blk.loss[k] - _atom_dot(blk, k, w)
+            blk.score[k] = blk.loss[k] - atom_dot(blk, k, w)
     return 0
 
 
@@ -383,20 +384,20 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
         for k in range(blk.n):
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
-        _atom_scatter(blk, q, 1.0, s)
+        atom_scatter(blk, q, 1.0, s)
         if p.lower != NULL:
-            gam = _block_box_step(oracle, b, i, -1.0, s, scale, p, blk.loss[q] / n - ell_i,
-                                  lam, 1.0, line_work, NULL)
+            gam = block_box_step(oracle, b, i, -1.0, s, scale, p, blk.loss[q] / n - ell_i,
+                                 lam, 1.0, line_work, NULL)
         else:
-            _block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
+            block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
             gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
         if gam > 0.0:
-            _block_move(oracle, b, i, -gam, s, gam * scale, p, avg_coef)
+            block_move(oracle, b, i, -gam, s, gam * scale, p, avg_coef)
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
             blk.alpha[q] += gam
             ell_i += gam * (blk.loss[q] / n - ell_i)
-        _atom_clear(blk, q, s)
+        atom_clear(blk, q, s)
     return ell_i
 
 
@@ -404,7 +405,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                        float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
                        Counts* cnt, Corner* c, LineWork* lw) except -1 nogil:
-    cdef intp_t n = oracle.n_blocks, t, i, k, m, j, ks, ka, kind, n_active, n_got, q
+    cdef intp_t n = oracle.n_blocks, t, i, k, j, ks, ka, kind, n_active, n_got, q
     cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
     cdef float64_t curv_fw, curv_away, curv_pw, gam, gam_fw, gam_away, gam_pw
@@ -412,7 +413,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
     cdef BlockAtoms* blk
     cdef bint hit
     for t in range(smp.n_order + smp.n_uniforms):
-        i = _next_block(smp, t, n)
+        i = next_block(smp, t, n)
         blk = &atoms.blocks[i]
         j = cnt.steps + 1                     # this step creates iterate j
 
@@ -450,14 +451,14 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             else:
                 oracle.solve(i, p.w, c)
             cnt.oracle_calls += 1
-            if _below_ground_truth(c):
-                _use_ground_truth(c, oracle.n_features)
+            if below_ground_truth(c):
+                use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
             if b.compact and not opt.cache:
                 for k in range(blk.n):
-                    blk.score[k] = blk.loss[k] - _atom_dot(blk, k, c.theta)
+                    blk.score[k] = blk.loss[k] - atom_dot(blk, k, c.theta)
             for k in range(1, n_got):                     # extra samples join the block
-                if not _below_ground_truth(&c[k]):
+                if not below_ground_truth(&c[k]):
                     q = atoms._add(i, &c[k], j - 1, oracle.n_features)
                     blk.score[q] = c[k].score
             ks = atoms._add(i, c, j, oracle.n_features)   # last: evictions cannot move it
@@ -485,7 +486,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         if not hit:
             oracle_gaps[i] = g_fw
         if smp.uniforms != NULL:
-            _tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
+            tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
 
         # Choose the step.
         # An away step needs another active atom to take the mass of atom a.
@@ -732,12 +733,12 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     for i in range(n):
         lab = np.ascontiguousarray(labellings[i], dtype=np.int32).ravel()
         oracle.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], view.primal.w, c)
-        vs = _corner_frame(c, &view.blocks, &s[0])
-        _block_move(oracle, &view.blocks, i, -1.0, vs, scale, &view.primal, 0.0)
+        vs = corner_frame(c, &view.blocks, &s[0])
+        block_move(oracle, &view.blocks, i, -1.0, vs, scale, &view.primal, 0.0)
         view.blocks.ell[i] = c.loss / n
         if atoms is not None:
             ks = atoms._add(i, c, 0, oracle.n_features)
             blk = &atoms.blocks[i]
             for k in range(blk.n):
                 blk.alpha[k] = 1.0 if k == ks else 0.0
-        _clear_frame(c, &view.blocks, &s[0])
+        clear_frame(c, &view.blocks, &s[0])

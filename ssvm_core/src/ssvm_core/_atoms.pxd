@@ -42,14 +42,14 @@ cdef class ActiveSets:
     cdef int _remove(self, intp_t i, intp_t k) except -1 nogil
 
 
-cdef inline float64_t _psi_at(const BlockAtoms* blk, intp_t p) noexcept nogil:
+cdef inline float64_t psi_at(const BlockAtoms* blk, intp_t p) noexcept nogil:
     """Value of psi entry p (stored in double or single precision)."""
     if blk.single:
         return (<const float*> blk.psi_val)[p]
     return (<const float64_t*> blk.psi_val)[p]
 
 
-cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil
-cdef void _atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
-                        float64_t* s) noexcept nogil
-cdef void _atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil
+cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil
+cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
+                       float64_t* s) noexcept nogil
+cdef void atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil

@@ -50,7 +50,7 @@ cdef int _reserve(BlockAtoms* blk, intp_t atoms, intp_t labels, intp_t nnz) exce
     return 0
 
 
-cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil:
+cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil:
     """<psi_k, w>."""
     cdef float64_t acc = 0.0
     cdef intp_t p
@@ -65,8 +65,8 @@ cdef float64_t _atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) no
     return acc
 
 
-cdef void _atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
-                        float64_t* s) noexcept nogil:
+cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
+                       float64_t* s) noexcept nogil:
     """s += coef * psi_k."""
     cdef intp_t p
     cdef const float* v32 = <const float*> blk.psi_val
@@ -79,7 +79,7 @@ cdef void _atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
             s[blk.psi_idx[p]] += coef * v64[p]
 
 
-cdef void _atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil:
+cdef void atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil:
     """s = 0 on the support of psi_k."""
     cdef intp_t p
     for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
@@ -323,7 +323,7 @@ cdef class ActiveSets:
         cdef float64_t[:, ::1] o = out
         for k in range(blk.n):
             for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                o[k, blk.psi_idx[p]] += _psi_at(blk, p)
+                o[k, blk.psi_idx[p]] += psi_at(blk, p)
         return out
 
     def total_atoms(self) -> int:

@@ -21,8 +21,8 @@ from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._atoms cimport ActiveSets, BlockAtoms, _atom_dot
-from ssvm_core._blocks cimport _below_ground_truth, _use_ground_truth
+from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
+from ssvm_core._blocks cimport below_ground_truth, use_ground_truth
 
 
 class Answers:
@@ -182,7 +182,7 @@ cdef int _solve_into(MaxOracle oracle, const float64_t* w, const intp_t* blocks,
             oracle.solve(blocks[b], w, outs)
             got = 1
         for j in range(got):
-            if _below_ground_truth(&outs[j]):
+            if below_ground_truth(&outs[j]):
                 if j > 0:                    # an extra sample worse than the truth: drop it
                     continue
                 pk.replaced += 1
@@ -297,7 +297,7 @@ cdef int _max_scores_into(MaxOracle oracle, const float64_t* w, const intp_t* bl
     cdef intp_t b
     for b in range(nb):
         oracle.solve(blocks[b], w, c)
-        out[b] = 0.0 if _below_ground_truth(c) else c.score    # max_y H_i >= H_i(y_i) = 0
+        out[b] = 0.0 if below_ground_truth(c) else c.score    # max_y H_i >= H_i(y_i) = 0
     return 0
 
 
@@ -416,7 +416,7 @@ cdef class AnswerOracle(MaxOracle):
         cdef intp_t l0 = self._lab_ptr[a], nl = self._lab_ptr[a + 1] - l0
         cdef float64_t dot = 0.0
         if self._ground[a]:
-            _use_ground_truth(out, self.n_features)
+            use_ground_truth(out, self.n_features)
             return
         for k in range(nl):
             out.labels[k] = self._labels[l0 + k]
@@ -436,8 +436,8 @@ cdef class AnswerOracle(MaxOracle):
             dot += self._psi_val[k] * w[self._psi_idx[k]]
         out.loss = self._loss[a]
         out.score = out.loss - dot
-        if _below_ground_truth(out):         # stale: the truth is a better corner at w
-            _use_ground_truth(out, self.n_features)
+        if below_ground_truth(out):         # stale: the truth is a better corner at w
+            use_ground_truth(out, self.n_features)
 
     cdef int _write_compact(self, intp_t i, intp_t a, const float64_t* w,
                             Corner* out) except -1 nogil:
@@ -447,11 +447,11 @@ cdef class AnswerOracle(MaxOracle):
         if out.theta != NULL:
             self.oracle.coord_scores(i, w, out.theta)
         if self._ground[a]:
-            _use_ground_truth(out, self.n_features)
+            use_ground_truth(out, self.n_features)
             return 0
         self.oracle.evaluate(i, &self._labels[l0], self._lab_ptr[a + 1] - l0, w, out)
-        if _below_ground_truth(out):
-            _use_ground_truth(out, self.n_features)
+        if below_ground_truth(out):
+            use_ground_truth(out, self.n_features)
         return 0
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
@@ -545,7 +545,7 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
         sum_aH = 0.0
         h_best = -1e308
         for k in range(blk.n):
-            H = blk.loss[k] - _atom_dot(blk, k, at)
+            H = blk.loss[k] - atom_dot(blk, k, at)
             if blk.alpha[k] > 0.0:
                 sum_aH += blk.alpha[k] * H
             if H > h_best:

@@ -33,12 +33,12 @@ cdef struct Blocks:
     int32_t* pos                # compact: n_features entries, -1 between uses
 
 
-cdef inline const int32_t* _block_support(const Blocks* b, intp_t i) noexcept nogil:
+cdef inline const int32_t* block_support(const Blocks* b, intp_t i) noexcept nogil:
     return NULL if b.support == NULL else b.support + b.ptr[i]
 
 
-cdef inline float64_t _dot_block(const float64_t* wi, const int32_t* support, intp_t m,
-                                 const float64_t* w) noexcept nogil:
+cdef inline float64_t dot_block(const float64_t* wi, const int32_t* support, intp_t m,
+                                const float64_t* w) noexcept nogil:
     """<w_i, w> of a dense (support NULL) or sparse block."""
     if support == NULL:
         return dot(wi, w, m)
@@ -56,10 +56,10 @@ cdef struct Primal:
     float64_t* avg_u
 
 
-cdef inline void _affine_stats(const float64_t* wi, const int32_t* support, intp_t m,
-                               float64_t a, const float64_t* s, float64_t c,
-                               const float64_t* w, float64_t* dot_out,
-                               float64_t* sqnorm) noexcept nogil:
+cdef inline void affine_stats(const float64_t* wi, const int32_t* support, intp_t m,
+                              float64_t a, const float64_t* s, float64_t c,
+                              const float64_t* w, float64_t* dot_out,
+                              float64_t* sqnorm) noexcept nogil:
     """For the block direction e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2.
 
     ``s`` is dense (length d); two partial sums each, so the additions pipeline.
@@ -94,13 +94,13 @@ cdef inline void _affine_stats(const float64_t* wi, const int32_t* support, intp
     sqnorm[0] = q0 + q1
 
 
-cdef inline float64_t _clip(float64_t x, float64_t lo, float64_t hi) noexcept nogil:
+cdef inline float64_t clip(float64_t x, float64_t lo, float64_t hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
 
 
-cdef inline void _affine_move(float64_t* wi, const int32_t* support, intp_t m,
-                              float64_t a, const float64_t* s, float64_t c,
-                              Primal* p, float64_t avg_coef) noexcept nogil:
+cdef inline void affine_move(float64_t* wi, const int32_t* support, intp_t m,
+                             float64_t a, const float64_t* s, float64_t c,
+                             Primal* p, float64_t avg_coef) noexcept nogil:
     """w_i += a w_i + c s; v gets the same change, w = clip(v) follows it and
     avg_u += avg_coef * change."""
     cdef float64_t delta
@@ -124,34 +124,34 @@ cdef inline void _affine_move(float64_t* wi, const int32_t* support, intp_t m,
         wi[k] += delta
         p.v[g] += delta
         if p.lower != NULL:
-            p.w[g] = _clip(p.v[g], p.lower[g], p.upper[g])
+            p.w[g] = clip(p.v[g], p.lower[g], p.upper[g])
         if p.avg_u != NULL:
             p.avg_u[g] += avg_coef * delta
 
 
-cdef inline void _scatter_psi(const Corner* c, float64_t* s) noexcept nogil:
+cdef inline void scatter_psi(const Corner* c, float64_t* s) noexcept nogil:
     """s[idx] += val for a sparse corner (s must be zero on entry)."""
     cdef intp_t k
     for k in range(c.psi_nnz):
         s[c.psi_idx[k]] += c.psi_val[k]
 
 
-cdef inline void _clear_psi(const Corner* c, float64_t* s) noexcept nogil:
-    """Undo _scatter_psi: zero s at the corner's indices."""
+cdef inline void clear_psi(const Corner* c, float64_t* s) noexcept nogil:
+    """Undo scatter_psi: zero s at the corner's indices."""
     cdef intp_t k
     for k in range(c.psi_nnz):
         s[c.psi_idx[k]] = 0.0
 
 
-cdef inline const float64_t* _corner_dense(const Corner* c, float64_t* s) noexcept nogil:
+cdef inline const float64_t* corner_dense(const Corner* c, float64_t* s) noexcept nogil:
     """Dense view of psi: the corner's own buffer, or s after scattering."""
     if c.psi_idx == NULL:
         return c.psi_val
-    _scatter_psi(c, s)
+    scatter_psi(c, s)
     return s
 
 
-cdef inline float64_t _step_size(float64_t gap, float64_t curvature) noexcept nogil:
+cdef inline float64_t step_size(float64_t gap, float64_t curvature) noexcept nogil:
     """Line-search step gap / curvature clipped to [0, 1].
 
     curvature = lam ||w_i - w_s||^2.  When it is 0 the corner has the same w
@@ -164,7 +164,7 @@ cdef inline float64_t _step_size(float64_t gap, float64_t curvature) noexcept no
     return 1.0 if gap > 0.0 else 0.0
 
 
-cdef inline bint _below_ground_truth(const Corner* c) noexcept nogil:
+cdef inline bint below_ground_truth(const Corner* c) noexcept nogil:
     """The answer scores below the ground truth (H_i(y_i; w) = 0): an inexact oracle.
 
     A margin of 1e-12 relative to |<w, psi>| absorbs the rounding of exact ones.
@@ -172,8 +172,8 @@ cdef inline bint _below_ground_truth(const Corner* c) noexcept nogil:
     return c.score < -1e-12 * (1.0 + fabs(c.loss - c.score))
 
 
-cdef inline void _apply_delta(Primal* p, const int32_t* idx, const float64_t* val,
-                              intp_t nnz, float64_t avg_coef) noexcept nogil:
+cdef inline void apply_delta(Primal* p, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, float64_t avg_coef) noexcept nogil:
     """v += delta for COO entries (repeats add up); w = clip(v) and the average follow."""
     cdef intp_t q
     cdef int32_t g
@@ -181,13 +181,13 @@ cdef inline void _apply_delta(Primal* p, const int32_t* idx, const float64_t* va
         g = idx[q]
         p.v[g] += val[q]
         if p.lower != NULL:
-            p.w[g] = _clip(p.v[g], p.lower[g], p.upper[g])
+            p.w[g] = clip(p.v[g], p.lower[g], p.upper[g])
         if p.avg_u != NULL:
             p.avg_u[g] += avg_coef * val[q]
 
 
-cdef inline const float64_t* _corner_frame(const Corner* c, const Blocks* b,
-                                           float64_t* s) noexcept nogil:
+cdef inline const float64_t* corner_frame(const Corner* c, const Blocks* b,
+                                          float64_t* s) noexcept nogil:
     """The corner in the block's frame: psi (dense length d) or, for compact
     blocks, q_i(y) scattered into s (block coordinates)."""
     cdef intp_t k
@@ -195,34 +195,34 @@ cdef inline const float64_t* _corner_frame(const Corner* c, const Blocks* b,
         for k in range(c.coord_nnz):
             s[c.coord_idx[k]] += c.coord_val[k]
         return s
-    return _corner_dense(c, s)
+    return corner_dense(c, s)
 
 
-cdef inline void _clear_frame(const Corner* c, const Blocks* b, float64_t* s) noexcept nogil:
-    """Undo _corner_frame (s is all zeros again)."""
+cdef inline void clear_frame(const Corner* c, const Blocks* b, float64_t* s) noexcept nogil:
+    """Undo corner_frame (s is all zeros again)."""
     cdef intp_t k
     if b.compact:
         for k in range(c.coord_nnz):
             s[c.coord_idx[k]] = 0.0
     elif c.psi_idx != NULL:
-        _clear_psi(c, s)
+        clear_psi(c, s)
 
 
-cdef inline float64_t _block_dot(const Blocks* b, intp_t i, const float64_t* w,
-                                 const float64_t* theta) noexcept nogil:
+cdef inline float64_t block_dot(const Blocks* b, intp_t i, const float64_t* w,
+                                const float64_t* theta) noexcept nogil:
     """<w_i, w>; compact blocks read theta = A_i^T w instead of w."""
     cdef const float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
     if b.compact:
         return dot(wi, theta, m)
-    return _dot_block(wi, _block_support(b, i), m, w)
+    return dot_block(wi, block_support(b, i), m, w)
 
 
-cdef inline int _block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
-                             const float64_t* s, float64_t c, const float64_t* w,
-                             const float64_t* theta, float64_t* dot_out,
-                             float64_t* sqnorm) except -1 nogil:
-    """For e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2 (see _affine_stats).
+cdef inline int block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                            const float64_t* s, float64_t c, const float64_t* w,
+                            const float64_t* theta, float64_t* dot_out,
+                            float64_t* sqnorm) except -1 nogil:
+    """For e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2 (see affine_stats).
 
     Compact blocks: e is formed in block coordinates, <e, w> = <e, theta>
     (theta NULL: dot_out is left alone) and ||A_i e||^2 comes from the oracle.
@@ -230,7 +230,7 @@ cdef inline int _block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float6
     cdef float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k
     if not b.compact:
-        _affine_stats(wi, _block_support(b, i), m, a, s, c, w, dot_out, sqnorm)
+        affine_stats(wi, block_support(b, i), m, a, s, c, w, dot_out, sqnorm)
         return 0
     for k in range(m):
         b.e[k] = a * wi[k] + c * s[k]
@@ -240,16 +240,16 @@ cdef inline int _block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float6
     return 0
 
 
-cdef inline int _block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
-                            const float64_t* s, float64_t c, Primal* p,
-                            float64_t avg_coef) except -1 nogil:
+cdef inline int block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                           const float64_t* s, float64_t c, Primal* p,
+                           float64_t avg_coef) except -1 nogil:
     """w_i += a w_i + c s, with v, w = clip(v) and the average following (see
-    _affine_move).  Compact blocks: the change e of the coordinates is
+    affine_move).  Compact blocks: the change e of the coordinates is
     expanded into v by the oracle (only the entries A_i e touches)."""
     cdef float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, nnz
     if not b.compact:
-        _affine_move(wi, _block_support(b, i), m, a, s, c, p, avg_coef)
+        affine_move(wi, block_support(b, i), m, a, s, c, p, avg_coef)
         return 0
     for k in range(m):
         b.e[k] = a * wi[k] + c * s[k]
@@ -258,11 +258,11 @@ cdef inline int _block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64
         oracle.coord_add(i, b.e, p.v, p.avg_u, avg_coef)
         return 0
     nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
-    _apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
+    apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
     return 0
 
 
-cdef inline void _use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:
+cdef inline void use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:
     """Replace the answer by the ground-truth corner: psi = 0, L = 0, H = 0.
 
     ``n_labels = -1`` marks the replacement for callers that stored labels.

@@ -20,12 +20,12 @@ import numpy as np
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms
-from ssvm_core._blocks cimport (Blocks, Primal, _below_ground_truth, _block_dot, _block_move,
-                                _block_stats, _clear_frame, _corner_frame, _step_size,
-                                _use_ground_truth)
-from ssvm_core._sampling cimport Sampler, _next_block, _tree_set
+from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_dot, block_move,
+                                block_stats, clear_frame, corner_frame, step_size,
+                                use_ground_truth)
+from ssvm_core._sampling cimport Sampler, next_block, tree_set
 from ssvm_core._view cimport StateView
-from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, _block_box_step, _box_line_search
+from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, block_box_step, box_search
 
 from ssvm_core._view import frame_scratch
 from ssvm_core.step_counts import StepCounts
@@ -41,33 +41,33 @@ cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* vs
     for t in range(smp.n_order + smp.n_uniforms):
-        i = _next_block(smp, t, n)
+        i = next_block(smp, t, n)
         oracle.solve(i, p.w, c)
-        if _below_ground_truth(c):
-            _use_ground_truth(c, oracle.n_features)
+        if below_ground_truth(c):
+            use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
-        vs = _corner_frame(c, b, s)
-        _block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
+        vs = corner_frame(c, b, s)
+        block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
         if smp.uniforms != NULL:
-            _tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
+            tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
         if line_search and p.lower != NULL:
-            gamma = _block_box_step(oracle, b, i, -1.0, vs, scale, p, ell_s - b.ell[i], lam,
-                                    1.0, line_work, NULL)
+            gamma = block_box_step(oracle, b, i, -1.0, vs, scale, p, ell_s - b.ell[i], lam,
+                                   1.0, line_work, NULL)
         elif line_search:
-            gamma = _step_size(gap, lam * sqnorm)
+            gamma = step_size(gap, lam * sqnorm)
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
         j = n_steps[0] + 1                    # this step creates iterate j
-        _block_move(oracle, b, i, -gamma, vs, gamma * scale, p, 0.5 * (j - 1) * j)
+        block_move(oracle, b, i, -gamma, vs, gamma * scale, p, 0.5 * (j - 1) * j)
         ell_step = gamma * (ell_s - b.ell[i])
         b.ell[i] += ell_step
         ell[0] += ell_step
         ell_avg[0] = ((j - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (j + 1.0)
         n_steps[0] = j
-        _clear_frame(c, b, s)
+        clear_frame(c, b, s)
     return 0
 
 
@@ -129,8 +129,8 @@ cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t 
     ell_s[0] = 0.0
     for i in range(n):
         oracle.solve(i, w, c)
-        if _below_ground_truth(c):
-            _use_ground_truth(c, d)
+        if below_ground_truth(c):
+            use_ground_truth(c, d)
             n_replaced[0] += 1
         for k in range(c.n_labels):
             labels[i * stride + k] = c.labels[k]
@@ -142,7 +142,7 @@ cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t 
             for k in range(c.psi_nnz):
                 vs[c.psi_idx[k]] += scale * c.psi_val[k]
         ell_s[0] += c.loss / n
-        b.gap_estimates[i] = lam * _block_dot(b, i, w, c.theta) - b.ell[i] + c.score / n
+        b.gap_estimates[i] = lam * block_dot(b, i, w, c.theta) - b.ell[i] + c.score / n
     return 0
 
 
@@ -162,8 +162,8 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
             vs, loss = s, 0.0                # s is all zeros between steps
         else:
             oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], p.w, c)
-            vs, loss = _corner_frame(c, b, s), c.loss
-        _block_move(oracle, b, i, -gamma, vs, gamma * scale, p, avg_coef)
+            vs, loss = corner_frame(c, b, s), c.loss
+        block_move(oracle, b, i, -gamma, vs, gamma * scale, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if atoms is not None:
             blk = &atoms.blocks[i]
@@ -177,7 +177,7 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                     atoms._remove(i, k)
                 k -= 1
         if n_labels[i] >= 0:
-            _clear_frame(c, b, s)
+            clear_frame(c, b, s)
     return 0
 
 
@@ -224,10 +224,10 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     if line_search and state.has_box:         # exact: e = v_s - v over all features
         e = np.subtract(vs, v)
         line_work = np.zeros(4 * d)             # 2 d breakpoints
-        gamma = _box_line_search(&v[0], view.primal.lower, view.primal.upper, NULL, &e[0], d,
-                                 ell_s - ell, lam, 1.0, <Breakpoint*> &line_work[0], NULL)
+        gamma = box_search(&v[0], view.primal.lower, view.primal.upper, NULL, &e[0], d,
+                           ell_s - ell, lam, 1.0, <Breakpoint*> &line_work[0], NULL)
     else:
-        gamma = _step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
+        gamma = step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
     if oracle.needs_gil:
         _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam, gamma,
                  &labels[0], &n_labels[0], atoms, j, &buf.corner)

@@ -24,12 +24,12 @@
 # D'(0) is the usual gap-like slope lam <-e, w> + Delta_ell, and the closed
 # form step of Osokin et al. (2016), App. H (Alg. 8, line 8) divides it by the
 # full curvature lam ||e||^2, an upper bound on -D'' (so it is a safe but short
-# step once coordinates are clipped).  ``_box_line_search`` walks the sorted
+# step once coordinates are clipped).  ``box_search`` walks the sorted
 # breakpoints instead and returns the exact maximiser.
 from libc.math cimport INFINITY
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
-from ssvm_core._blocks cimport Blocks, Primal, _block_support, _clip
+from ssvm_core._blocks cimport Blocks, Primal, block_support, clip
 from ssvm_core._oracle cimport MaxOracle
 
 
@@ -39,12 +39,12 @@ ctypedef struct Breakpoint:
 
 
 cdef enum:
-    # Doubles of scratch per direction entry that ``_block_box_search`` needs:
+    # Doubles of scratch per direction entry that ``block_box_search`` needs:
     # the entry itself and up to two breakpoints of two doubles each.
     LINE_WORK = 5
 
 
-cdef inline void _sift_down(Breakpoint* heap, intp_t n, intp_t i) noexcept nogil:
+cdef inline void sift_down(Breakpoint* heap, intp_t n, intp_t i) noexcept nogil:
     """Restore the min-heap order (by t) below node i of heap[0..n)."""
     cdef intp_t child
     cdef Breakpoint x = heap[i]
@@ -61,11 +61,11 @@ cdef inline void _sift_down(Breakpoint* heap, intp_t n, intp_t i) noexcept nogil
     heap[i] = x
 
 
-cdef inline float64_t _box_line_search(const float64_t* v, const float64_t* lower,
-                                       const float64_t* upper, const int32_t* idx,
-                                       const float64_t* val, intp_t nnz, float64_t delta_ell,
-                                       float64_t lam, float64_t gamma_max, Breakpoint* work,
-                                       float64_t* gain) noexcept nogil:
+cdef inline float64_t box_search(const float64_t* v, const float64_t* lower,
+                                 const float64_t* upper, const int32_t* idx,
+                                 const float64_t* val, intp_t nnz, float64_t delta_ell,
+                                 float64_t lam, float64_t gamma_max, Breakpoint* work,
+                                 float64_t* gain) noexcept nogil:
     """argmax over [0, gamma_max] of the box-constrained dual D(gamma) along a step.
 
     The step moves v by gamma e and ell by gamma Delta_ell; D is given at the top of
@@ -95,7 +95,7 @@ cdef inline float64_t _box_line_search(const float64_t* v, const float64_t* lowe
             n_in += 1
             continue
         lo, hi = lower[g], upper[g]
-        slope -= lam * ek * _clip(vk, lo, hi)
+        slope -= lam * ek * clip(vk, lo, hi)
         # v_k + gamma e_k is inside the box for gamma in (t_in, t_out)
         # (infinite bounds give infinite times).
         if ek > 0.0:
@@ -116,7 +116,7 @@ cdef inline float64_t _box_line_search(const float64_t* v, const float64_t* lowe
     k = nb // 2
     while k > 0:
         k -= 1
-        _sift_down(work, nb, k)
+        sift_down(work, nb, k)
     # Walk the pieces: on [gam, nxt] the slope is slope - lam curv (gamma - gam).
     while slope > 0.0:
         nxt = gamma_max if nb == 0 else work[0].t
@@ -138,7 +138,7 @@ cdef inline float64_t _box_line_search(const float64_t* v, const float64_t* lowe
             n_in += 1 if work[0].dcurv > 0.0 else -1
             nb -= 1
             work[0] = work[nb]
-            _sift_down(work, nb, 0)
+            sift_down(work, nb, 0)
         if n_in == 0 or curv < 0.0:           # no rounding residue on a flat piece
             curv = 0.0
     if gain != NULL:
@@ -146,14 +146,14 @@ cdef inline float64_t _box_line_search(const float64_t* v, const float64_t* lowe
     return gam
 
 
-cdef inline float64_t _block_box_search(const float64_t* wi, const int32_t* support, intp_t m,
-                                        float64_t a, const float64_t* s, float64_t c,
-                                        const Primal* p, float64_t delta_ell, float64_t lam,
-                                        float64_t gamma_max, float64_t* work,
-                                        float64_t* gain) noexcept nogil:
-    """Exact step along the block direction e = a w_i + c s (as in ``_affine_stats``).
+cdef inline float64_t block_box_search(const float64_t* wi, const int32_t* support, intp_t m,
+                                       float64_t a, const float64_t* s, float64_t c,
+                                       const Primal* p, float64_t delta_ell, float64_t lam,
+                                       float64_t gamma_max, float64_t* work,
+                                       float64_t* gain) noexcept nogil:
+    """Exact step along the block direction e = a w_i + c s (as in ``affine_stats``).
 
-    e is written to work[0..m) on the block's support, then ``_box_line_search``
+    e is written to work[0..m) on the block's support, then ``box_search``
     runs at p.v with p's box, breakpoints in the rest of ``work``, which holds
     LINE_WORK * m doubles.
     """
@@ -164,15 +164,15 @@ cdef inline float64_t _block_box_search(const float64_t* wi, const int32_t* supp
     else:
         for k in range(m):
             work[k] = a * wi[k] + c * s[support[k]]
-    return _box_line_search(p.v, p.lower, p.upper, support, work, m, delta_ell, lam,
-                            gamma_max, <Breakpoint*> (work + m), gain)
+    return box_search(p.v, p.lower, p.upper, support, work, m, delta_ell, lam,
+                      gamma_max, <Breakpoint*> (work + m), gain)
 
 
-cdef inline float64_t _block_box_step(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
-                                      const float64_t* s, float64_t c, const Primal* p,
-                                      float64_t delta_ell, float64_t lam, float64_t gamma_max,
-                                      float64_t* work, float64_t* gain) except? -1 nogil:
-    """``_block_box_search`` for any block storage (see ``_blocks.pxd``).
+cdef inline float64_t block_box_step(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                                     const float64_t* s, float64_t c, const Primal* p,
+                                     float64_t delta_ell, float64_t lam, float64_t gamma_max,
+                                     float64_t* work, float64_t* gain) except? -1 nogil:
+    """``block_box_search`` for any block storage (see ``_blocks.pxd``).
 
     Compact blocks: e = a b_i + c s is formed in block coordinates, expanded
     into features by the oracle (``coord_expand``) and its repeated entries
@@ -183,8 +183,8 @@ cdef inline float64_t _block_box_step(MaxOracle oracle, const Blocks* b, intp_t 
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, q, nnz, u = 0
     cdef int32_t g
     if not b.compact:
-        return _block_box_search(wi, _block_support(b, i), m, a, s, c, p, delta_ell, lam,
-                                 gamma_max, work, gain)
+        return block_box_search(wi, block_support(b, i), m, a, s, c, p, delta_ell, lam,
+                                gamma_max, work, gain)
     for k in range(m):
         b.e[k] = a * wi[k] + c * s[k]
     nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
@@ -198,5 +198,5 @@ cdef inline float64_t _block_box_step(MaxOracle oracle, const Blocks* b, intp_t 
         work[b.pos[g]] += b.ex_val[q]
     for k in range(u):
         b.pos[b.ex_idx[k]] = -1
-    return _box_line_search(p.v, p.lower, p.upper, b.ex_idx, work, u, delta_ell, lam,
-                            gamma_max, <Breakpoint*> (work + u), gain)
+    return box_search(p.v, p.lower, p.upper, b.ex_idx, work, u, delta_ell, lam,
+                      gamma_max, <Breakpoint*> (work + u), gain)

@@ -1,6 +1,6 @@
 """Test hook of the exact box line search (``_linesearch.pxd``, Osokin et al. (2016), App. H).
 
-The kernels use the inline ``_box_line_search`` directly; this module only
+The kernels use the inline ``box_search`` directly; this module only
 exposes it to Python so that tests can compare it with a brute-force
 maximisation of the piecewise-quadratic dual.
 """
@@ -60,7 +60,7 @@ def box_line_search(const float64_t[::1] v, lower, upper, idx, const float64_t[:
             ix_p = &ix[0]
     cdef float64_t[::1] work = np.empty(4 * max(nnz, 1))    # 2 nnz breakpoints
     cdef float64_t gain = 0.0, gamma
-    gamma = _box_line_search(&v[0] if d else NULL, lo_p, hi_p, ix_p,
-                             &val[0] if nnz else NULL, nnz, delta_ell, lam, gamma_max,
-                             <Breakpoint*> &work[0], &gain)
+    gamma = box_search(&v[0] if d else NULL, lo_p, hi_p, ix_p,
+                       &val[0] if nnz else NULL, nnz, delta_ell, lam, gamma_max,
+                       <Breakpoint*> &work[0], &gain)
     return gamma, gain

@@ -7,8 +7,8 @@
 from ssvm_core._typedefs cimport float64_t, intp_t
 
 
-cdef inline void _tree_set(float64_t* tree, intp_t size, intp_t i,
-                           float64_t weight) noexcept nogil:
+cdef inline void tree_set(float64_t* tree, intp_t size, intp_t i,
+                          float64_t weight) noexcept nogil:
     cdef intp_t node = size + i
     tree[node] = weight
     node //= 2
@@ -17,8 +17,8 @@ cdef inline void _tree_set(float64_t* tree, intp_t size, intp_t i,
         node //= 2
 
 
-cdef inline intp_t _tree_draw(const float64_t* tree, intp_t size, intp_t n,
-                              float64_t u) noexcept nogil:
+cdef inline intp_t tree_draw(const float64_t* tree, intp_t size, intp_t n,
+                             float64_t u) noexcept nogil:
     """The leaf where u * total falls, u in [0, 1); never a zero-weight leaf.
 
     When every weight is zero, block floor(u n) (a uniform draw).
@@ -47,7 +47,7 @@ cdef struct Sampler:
     intp_t tree_size
 
 
-cdef inline intp_t _next_block(const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
+cdef inline intp_t next_block(const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
     if t < smp.n_order:
         return smp.order[t]
-    return _tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
+    return tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])

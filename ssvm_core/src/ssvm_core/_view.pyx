@@ -5,7 +5,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport MaxOracle
-from ssvm_core._sampling cimport _tree_draw
+from ssvm_core._sampling cimport tree_draw
 from ssvm_core._vector cimport dot
 
 
@@ -108,7 +108,7 @@ def sample_proportional(const float64_t[::1] weights, const float64_t[::1] unifo
     out = np.empty(uniforms.shape[0], dtype=np.intp)
     cdef intp_t k
     for k in range(uniforms.shape[0]):
-        out[k] = _tree_draw(&tv[0], size, weights.shape[0], uniforms[k])
+        out[k] = tree_draw(&tv[0], size, weights.shape[0], uniforms[k])
     return out
 
 

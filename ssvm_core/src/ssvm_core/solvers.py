@@ -21,8 +21,8 @@ from ssvm_core.options import NAMES, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
-from ssvm_core.state import SolverState, _check_lam
-from ssvm_core.validation import check_box
+from ssvm_core.state import SolverState
+from ssvm_core.validation import check_box, check_lam
 
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
@@ -117,7 +117,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     # the signature is the options table (a test checks it): validate its values
     options = validate({name: value for name, value in locals().items() if name in NAMES})
     oracle = as_oracle(oracle)
-    lam = _check_lam(lam)
+    lam = check_lam(lam)
     mode = options["averaging"]
     averaging = mode != "plain"              # keep the weighted average
     n_jobs = effective_n_jobs(n_jobs)

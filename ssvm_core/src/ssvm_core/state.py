@@ -19,7 +19,7 @@ from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
 from ssvm_core.pass_loop import PassCounters
 from ssvm_core.step_counts import StepCounts
-from ssvm_core.validation import check_box
+from ssvm_core.validation import check_box, check_lam
 
 _FORMAT_VERSION = 3
 _READABLE_VERSIONS = (2, 3)
@@ -126,7 +126,7 @@ class SolverState(PassCounters):
                  supports: list[np.ndarray] | None = None, averaging: bool = True,
                  box=None, active_sets: bool = False, cache_size: int = 50,
                  psi_float32: bool = False):
-        self.lam = _check_lam(lam)
+        self.lam = check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
         self.compact_blocks = False
@@ -250,7 +250,7 @@ class SolverState(PassCounters):
         w_i = A alpha_[i] scales by lam_old / lam_new and ell_i is unchanged;
         the average restarts at the rescaled iterate.
         """
-        lam = _check_lam(lam)
+        lam = check_lam(lam)
         factor = self.lam / lam
         self.v *= factor
         if self.has_box:
@@ -279,7 +279,7 @@ class SolverState(PassCounters):
         float
             Delta at the old lambda (Osokin et al. (2016), eq. 13).
         """
-        lam = _check_lam(lam)
+        lam = check_lam(lam)
         rho = lam / self.lam
         if rho > 1.0:
             raise ValueError(f"shrink_duals moves to a smaller lambda; {lam} > {self.lam}")
@@ -642,7 +642,7 @@ class SolverState(PassCounters):
                 value = getattr(state, name)
                 if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                     raise ValueError(f"{name} = {value!r} is not a count")
-        _check_lam(state.lam)
+        check_lam(state.lam)
         if state.n_blocks < 1 or state.n_features < 1:
             raise ValueError("a state needs n_blocks >= 1 and n_features >= 1")
         state.averaging = bool(state.averaging)
@@ -785,10 +785,3 @@ def _layout(n_blocks: int, n_features: int,
     support = (np.concatenate(supports).astype(np.int32, copy=False) if ptr[-1]
                else np.zeros(0, np.int32))
     return ptr, support
-
-
-def _check_lam(lam: float) -> float:
-    lam = float(lam)
-    if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"lam must be a finite positive number, got {lam}")
-    return lam

@@ -17,7 +17,7 @@ from ssvm_core.options import validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.pass_loop import Budgets, PassCounters, PassLoop
-from ssvm_core.state import _check_lam
+from ssvm_core.validation import check_lam
 
 
 @dataclass
@@ -84,7 +84,7 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
         Resume a previous run (same lam).
     """
     oracle = as_oracle(oracle)
-    lam = _check_lam(lam)
+    lam = check_lam(lam)
     if sampling not in ("uniform", "perm"):
         raise ValueError(f"sampling must be 'uniform' or 'perm' for SSG, got {sampling!r}")
     # the budgets mean what they mean for ``solve``: the same table checks them
