@@ -192,3 +192,15 @@ def test_a_loaded_compact_state_is_checked_against_its_oracle(tmp_path):
 def test_compact_and_sparse_blocks_are_exclusive():
     with pytest.raises(ValueError, match="not both"):
         ChainModel(3, sparse_blocks=True, compact_blocks=True)
+
+
+def test_a_state_without_a_box_stores_w_once(tmp_path):
+    X, Y = _data()
+    for box in (None, (-0.05, 0.05)):
+        state = solve(_oracles(X, Y)[1], 0.1, max_passes=2, random_state=0, box=box).state
+        state.save(tmp_path / "s.npz")
+        with np.load(tmp_path / "s.npz") as data:
+            assert data["w"].shape == ((0,) if box is None else state.w.shape)
+        loaded = SolverState.load(tmp_path / "s.npz")
+        np.testing.assert_array_equal(loaded.w, state.w)
+        assert (loaded.w is loaded.v) == (box is None)

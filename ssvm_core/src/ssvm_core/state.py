@@ -570,6 +570,7 @@ class SolverState(PassCounters):
         A path is written atomically: a temporary file in the same folder,
         fsynced, then renamed over ``path``, so ``path`` always holds either
         the previous file or the complete new one (see ``ssvm_core.files``).
+        Without a box w equals v and is stored once.
         """
         meta = {name: getattr(self, name) for name in _SCALARS + _COUNTERS}
         meta["rng_state"] = self.rng_state
@@ -577,6 +578,8 @@ class SolverState(PassCounters):
         meta["fingerprint"] = self.fingerprint
         meta["compact_blocks"] = self.compact_blocks
         arrays = {name: getattr(self, name) for name in _ARRAYS}
+        if not self.has_box:              # w is v: stored once
+            arrays["w"] = np.zeros(0)
         if self.atoms is not None:
             arrays.update(self.atoms.to_arrays())
         if hasattr(path, "write"):
@@ -650,6 +653,8 @@ class SolverState(PassCounters):
         for name, arr in arrays.items():
             setattr(state, name, arr)
         _check_array_types(state)
+        if state.lower.shape == (0,) and state.w.shape == (0,):
+            state.w = state.v                  # saved without a box: w is v
         state.block_ptr = state.block_ptr.astype(np.intp)
         state.block_support = state.block_support.astype(np.int32)
         for name in _ARRAYS:
