@@ -30,16 +30,18 @@ def bench(monkeypatch):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     monkeypatch.syspath_prepend(str(BENCH_DIR))
     import ssvm_bench.common
+    import ssvm_bench.memory
     import ssvm_bench.oracles
     import ssvm_bench.solvers
 
     for cached in (ssvm_bench.common._load_words, ssvm_bench.common._bound_oracle,
-                   ssvm_bench.common.graphcut_problem, ssvm_bench.solvers._pass_inputs):
+                   ssvm_bench.common.graphcut_problem, ssvm_bench.solvers._pass_inputs,
+                   ssvm_bench.memory._state):
         cached.cache_clear()
     # ``params`` is evaluated at import, from the environment of that moment.
     ssvm_bench.solvers._variant_state.cache_clear()
     for suite in (ssvm_bench.oracles.ViterbiSuite, ssvm_bench.solvers.BCFWSuite,
-                  ssvm_bench.solvers.VariantsSuite):
+                  ssvm_bench.solvers.VariantsSuite, ssvm_bench.memory.StateMemorySuite):
         params = [["ocr-like-fast"], *suite.params[1:]]
         monkeypatch.setattr(suite, "params", params)
     monkeypatch.setattr(ssvm_bench.oracles.GraphCutSuite, "params",
@@ -158,6 +160,94 @@ def test_ocr_large_fast_profile(monkeypatch):
     assert common.bound_oracle("ocr-large-fast").n_blocks == common.FAST_WORDS
 
 
+def test_state_memory_suite(bench):
+    suite_cls = bench.memory.StateMemorySuite
+    assert _methods(suite_cls) == ["track_block_bytes", "track_state_file_bytes"]
+    assert suite_cls.params[1] == ["dense", "compact"]
+    suite = suite_cls()
+    X, Y = bench.common.load_words("ocr-like-fast")
+    d = bench.common.bound_oracle("ocr-like-fast").n_features
+    K = bench.common.N_STATES
+    found = {}
+    for dataset, storage in itertools.product(*suite_cls.params):
+        suite.setup(dataset, storage)
+        assert suite.state.block_storage == storage
+        found[storage] = suite.track_block_bytes(dataset, storage)
+        assert suite.track_state_file_bytes(dataset, storage) > found[storage] / 2
+    assert suite_cls.track_block_bytes.unit == "bytes"
+    # dense: d float64 a word; compact: T K + K K coordinates (T K for one letter)
+    assert found["dense"] == 8 * len(X) * d
+    assert found["compact"] == 8 * sum(len(y) * K + (K * K if len(y) > 1 else 0) for y in Y)
+
+
+def _run_ocr(blocks, tmp_path):
+    out = tmp_path / f"ocr-{blocks}.json"
+    report = load_bench_script("bench_ocr").main(["--synthetic", "12", "--passes", "2",
+                                                  "--repeat", "1", "--blocks", blocks,
+                                                  "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    return report
+
+
+def test_bench_ocr_script_blocks(monkeypatch, tmp_path, capsys):
+    """--blocks picks the storage; the report says which and what it takes."""
+    monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
+    reports = {b: _run_ocr(b, tmp_path) for b in ("auto", "dense", "sparse", "compact")}
+    printed = capsys.readouterr().out
+    assert "memory: compact blocks" in printed and "peak RSS" in printed
+    memory = {b: r["memory"] for b, r in reports.items()}
+    assert {b: m["block_storage"] for b, m in memory.items()} == {
+        "auto": "dense", "dense": "dense", "sparse": "sparse", "compact": "compact"}
+    n, d = 12, reports["dense"]["data"]["n_features"]
+    assert memory["dense"]["block_bytes"] == 8 * n * d
+    assert memory["compact"]["block_bytes"] < memory["dense"]["block_bytes"] / 2
+    assert all(m["peak_rss_bytes"] > 10 * 2 ** 20 for m in memory.values())
+    # The storage changes how the blocks are written, not the iterates.
+    gaps = {b: r["gap"]["2"]["averaged"] for b, r in reports.items()}
+    assert gaps["compact"] == pytest.approx(gaps["dense"], rel=1e-7)
+    assert gaps["sparse"] == pytest.approx(gaps["dense"], rel=1e-7)
+
+
+def test_bench_conll_script_blocks(monkeypatch, tmp_path, capsys):
+    monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
+    script = load_bench_script("bench_conll")
+    reports = {}
+    for blocks in ("auto", "compact"):
+        out = tmp_path / f"conll-{blocks}.json"
+        reports[blocks] = script.main(["--synthetic", "20", "--passes", "2", "--repeat", "1",
+                                       "--blocks", blocks, "--json", str(out)])
+        assert json.loads(out.read_text()) == json.loads(json.dumps(reports[blocks]))
+    assert "compact blocks (--blocks compact)" in capsys.readouterr().out
+    auto, compact = (reports[b]["data"] for b in ("auto", "compact"))
+    assert (auto["block_storage"], compact["block_storage"]) == ("sparse", "compact")
+    for data in (auto, compact):
+        entries = data["block_entries"]
+        value_bytes = 8 * entries
+        index_bytes = 4 * entries if data["block_storage"] == "sparse" else 0
+        assert data["block_bytes"] == value_bytes + index_bytes
+    assert reports["compact"]["settings"]["blocks"] == "compact"
+    assert reports["compact"]["peak_rss_bytes"] > 10 * 2 ** 20
+    assert reports["compact"]["gap"]["averaged"] == pytest.approx(
+        reports["auto"]["gap"]["averaged"], rel=1e-7)
+
+
+def test_bench_blocks_script(tmp_path, capsys):
+    out = tmp_path / "blocks.json"
+    script = load_bench_script("bench_blocks")
+    report = script.main(["--data", "synthetic", "--words", "20", "--warmup", "1",
+                          "--repeat", "1", "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    rows = {row["storage"]: row for row in report["rows"]}
+    assert list(rows) == ["dense", "sparse", "compact"]
+    assert all(row["block_storage"] == s for s, row in rows.items())
+    assert rows["dense"]["block_bytes"] == 8 * 20 * rows["dense"]["d"]
+    assert rows["compact"]["block_bytes"] < rows["dense"]["block_bytes"] / 2
+    for row in rows.values():
+        assert row["pass_s"] > 0 and row["oracle_pass_s"] > 0 and row["ratio"] > 0
+        assert row["state_file_bytes"] > 0 and row["peak_rss_bytes"] > 10 * 2 ** 20
+    assert "compact  pass" in capsys.readouterr().out
+
+
 def test_bench_ocr_script(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     out = tmp_path / "ocr.json"
@@ -215,3 +305,15 @@ def test_bench_active_overhead_script(capsys):
     assert script.main(["--synthetic", "8", "--passes", "2", "--repeat", "1"]) == 0
     out = capsys.readouterr().out
     assert all(v in out for v in script.VARIANTS)
+
+
+def test_bench_box_script(capsys):
+    script = load_bench_script("bench_box")
+    argv = ["--n", "4", "--passes", "2", "--seeds", "2"]
+    assert script.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("$ bench_box.py --n 4") and "pairwise" in printed
+    assert script.main([*argv, "--json"]) == 0
+    gaps = json.loads(capsys.readouterr().out)
+    assert set(gaps) == {"fw", "pairwise"}
+    assert all(len(g) == 2 and min(g) >= -1e-12 for g in gaps.values())

@@ -20,6 +20,7 @@ Usage (from the repository root)::
     SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_blocks.py --data conll \\
         --storages sparse compact
     python benchmarks/scripts/bench_blocks.py --data synthetic   # no data needed
+    python benchmarks/scripts/bench_blocks.py --data synthetic --words 30 --warmup 1 --repeat 1
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -35,6 +35,7 @@ import tempfile
 import time
 
 import numpy as np
+from _blocks import block_bytes, chain_model, peak_rss_bytes
 from _report import print_header, write_json
 
 STORAGES = ("dense", "sparse", "compact")
@@ -44,7 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--data", choices=("ocr-large", "ocr-small", "conll", "synthetic"),
-                        default="ocr-large", help="data set (synthetic: 2,000 OCR-like words)")
+                        default="ocr-large", help="data set (synthetic: OCR-like words)")
+    parser.add_argument("--words", type=int, default=2000,
+                        help="words of --data synthetic")
     parser.add_argument("--storages", nargs="+", choices=STORAGES, default=list(STORAGES))
     parser.add_argument("--lam", type=float, default=None,
                         help="lambda (default 0.01 for OCR, 1 / n for CoNLL)")
@@ -55,16 +58,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="PATH", default=None, help="write the numbers here")
     parser.add_argument("--one", choices=STORAGES, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.warmup < 0 or args.repeat < 1:
-        parser.error("--warmup must be >= 0 and --repeat >= 1")
+    if args.warmup < 0 or args.repeat < 1 or args.words < 1:
+        parser.error("--warmup must be >= 0, --repeat and --words >= 1")
     return args
 
 
-def load(name: str):
+def load(name: str, words: int = 2000):
     import ssvm_data
 
     if name == "synthetic":
-        X, Y = ssvm_data.synthetic.ocr_like(2000, random_state=0)
+        X, Y = ssvm_data.synthetic.ocr_like(words, random_state=0)
         return X, Y, 26
     if name.startswith("ocr"):
         X, Y, _, _ = ssvm_data.load_ocr(split=name.split("-")[1], download=False)
@@ -77,12 +80,10 @@ def measure(args) -> dict:
     """The numbers of one storage, in this process."""
     from ssvm_core import SolverState, _active, _fw
     from ssvm_core.parallel import score_pass
-    from ssvm_oracles import ChainModel
 
-    X, Y, K = load(args.data)
+    X, Y, K = load(args.data, args.words)
     storage = args.one
-    model = ChainModel(K, sparse_blocks=storage == "sparse",
-                       compact_blocks=storage == "compact")
+    model = chain_model(K, storage)
     start = time.perf_counter()
     oracle = model.bind(X, Y)
     bind_s = time.perf_counter() - start
@@ -122,9 +123,8 @@ def measure(args) -> dict:
             "pass_s": statistics.median(p for p, _ in pairs),
             "oracle_pass_s": statistics.median(o for _, o in pairs),
             "ratio": statistics.median(p / o for p, o in pairs),
-            "block_bytes": int(state.block_values.nbytes + state.block_support.nbytes),
-            "state_file_bytes": int(file_bytes),
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+            "block_storage": state.block_storage, "block_bytes": block_bytes(state),
+            "state_file_bytes": int(file_bytes), "peak_rss_bytes": peak_rss_bytes()}
 
 
 def main(argv=None) -> dict:

@@ -1,10 +1,12 @@
 #!/usr/bin/env python
-"""Speed and memory of BCFW on CoNLL-2000 chunking (sparse chain, per-block supports).
+"""Speed and memory of BCFW on CoNLL-2000 chunking (sparse chain; dense, sparse or compact blocks).
 
 Prints, and with ``--json`` writes:
 
 - load and bind seconds, the dimensions (n, attributes, states, d) and the
-  per-block storage of the solver state (entries of the block supports, MB);
+  block storage of the solver state (``--blocks``: ``auto`` lets ``ChainModel``
+  pick dense or sparse, which is sparse on CoNLL; entries and bytes of the
+  values and supports);
 - seconds per BCFW pass (``bcfw_pass``, uniform sampling, line search): the
   first pass of a fresh state (it page-faults in the block vectors) and the
   median of the later passes;
@@ -16,6 +18,7 @@ Prints, and with ``--json`` writes:
 Usage (from the repository root)::
 
     SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_conll.py
+    SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_conll.py --blocks compact
     python benchmarks/scripts/bench_conll.py --synthetic 8936   # conll_like, no data needed
 """
 
@@ -23,11 +26,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import time
 
 import numpy as np
+from _blocks import BLOCKS, block_bytes, chain_model, peak_rss_bytes
 from _report import print_header, write_json
 from bench_ocr import oracle_seconds, run_passes
 
@@ -43,6 +46,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--passes", type=int, default=3, help="BCFW passes")
     parser.add_argument("--repeat", type=int, default=3, help="score passes per oracle timing")
     parser.add_argument("--seed", type=int, default=0, help="seed of the block sampling")
+    parser.add_argument("--blocks", choices=BLOCKS, default="auto",
+                        help="block storage of the solver state (auto: ChainModel's choice)")
     parser.add_argument("--synthetic", type=int, metavar="N", default=None,
                         help="use N conll_like sentences instead of the real data")
     parser.add_argument("--data-home", default=None,
@@ -67,37 +72,35 @@ def load_data(args):
                   f"from {home or 'the default locations'}")
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0   # KiB on Linux
-
-
 def main(argv=None) -> dict:
     args = parse_args(argv)
     from ssvm_core import SolverState
     from ssvm_data.conll import CHUNK_TAGS
-    from ssvm_oracles import ChainModel
 
     _, machine = print_header("bench_conll.py", argv)
     start = time.perf_counter()
     X, Y, source = load_data(args)
     load_s = time.perf_counter() - start
     start = time.perf_counter()
-    oracle = ChainModel(n_states=len(CHUNK_TAGS)).bind(X, Y)
+    oracle = chain_model(len(CHUNK_TAGS), args.blocks).bind(X, Y)
     bind_s = time.perf_counter() - start
     n, d, n_attributes = oracle.n_blocks, oracle.n_features, X[0].shape[1]
     start = time.perf_counter()
     state = SolverState.for_oracle(oracle, args.lam)
     state_s = time.perf_counter() - start
-    entries = int(state.block_values.size)
-    block_mb = (state.block_values.nbytes + state.block_support.nbytes) / 2 ** 20
+    entries, storage = int(state.block_values.size), state.block_storage
+    blocks_b = block_bytes(state)
+    block_mb = blocks_b / 2 ** 20
     del state
     print(f"data: {source}: n={n} sentences, {sum(len(y) for y in Y)} tokens, "
           f"{n_attributes} attributes, {len(CHUNK_TAGS)} states, d={d}")
-    print(f"load {load_s:.2f} s, bind {bind_s:.2f} s, state {state_s:.2f} s; sparse blocks "
-          f"{oracle.sparse_blocks}: {entries} entries ({entries / n:.0f} per block, "
-          f"{block_mb:.0f} MB; dense blocks would need {n * d * 8 / 2 ** 30:.1f} GB)")
+    print(f"load {load_s:.2f} s, bind {bind_s:.2f} s, state {state_s:.2f} s; {storage} "
+          f"blocks (--blocks {args.blocks}): {entries} entries ({entries / n:.0f} per block, "
+          f"{blocks_b} bytes = {block_mb:.1f} MiB; dense blocks would need "
+          f"{n * d * 8 / 2 ** 30:.1f} GiB)")
 
-    times, gaps, w = run_passes(oracle, args, args.seed, gap_at=(args.passes,))
+    times, gaps, state = run_passes(oracle, args, args.seed, gap_at=(args.passes,))
+    w = state.w
     steady = statistics.median(times[1:]) if len(times) > 1 else float("nan")
     zero_s = oracle_seconds(oracle, np.zeros(d), args.repeat)
     trained_s = oracle_seconds(oracle, w, args.repeat)
@@ -108,15 +111,17 @@ def main(argv=None) -> dict:
           f"trained w")
     print(f"duality gap after {args.passes} passes: averaged {gap['averaged']:.5g}, "
           f"plain {gap['plain']:.5g}")
-    rss = peak_rss_mb()
-    print(f"peak RSS {rss:.0f} MB")
+    rss = peak_rss_bytes()
+    print(f"peak RSS {rss} bytes = {rss / 2 ** 20:.0f} MiB")
     report = {
         "data": {"source": source, "n": n, "n_attributes": n_attributes, "d": d,
                  "load_s": load_s, "bind_s": bind_s, "state_s": state_s,
-                 "block_entries": entries, "block_mb": block_mb},
-        "settings": {"lam": args.lam, "passes": args.passes, "seed": args.seed},
+                 "block_storage": storage, "block_entries": entries,
+                 "block_bytes": blocks_b, "block_mb": block_mb},
+        "settings": {"lam": args.lam, "passes": args.passes, "seed": args.seed,
+                     "blocks": args.blocks},
         "pass_s": times, "oracle_call_s": {"w_zero": zero_s, "w_trained": trained_s},
-        "gap": gap, "peak_rss_mb": rss, "machine": machine,
+        "gap": gap, "peak_rss_bytes": rss, "peak_rss_mb": rss / 2 ** 20, "machine": machine,
     }
     write_json(args.json, report)
     return report

@@ -13,11 +13,15 @@ Prints, and with ``--json`` writes:
 - the exact duality gap P(w) - D(alpha) of the averaged and of the plain
   iterate after 1, 5 and 10 passes (and after the last pass), from the first
   run; the same run is then replayed with ``ssvm_core.solve`` (same seed, so
-  the same block order) as a check that the numbers describe the public solver.
+  the same block order) as a check that the numbers describe the public solver;
+- memory: the bytes of the solver state's block storage (``--blocks``: dense,
+  sparse or compact dual blocks, see ``ChainModel``) and the process's peak RSS
+  before the replay.
 
 Usage (from the repository root)::
 
     SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_ocr.py --json ocr.json
+    SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_ocr.py --blocks compact
     python benchmarks/scripts/bench_ocr.py --synthetic 6251   # no data needed
 """
 
@@ -29,6 +33,7 @@ import statistics
 import time
 
 import numpy as np
+from _blocks import BLOCKS, block_bytes, chain_model, peak_rss_bytes
 from _report import print_header, write_json
 
 GAP_PASSES = (1, 5, 10)
@@ -45,6 +50,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=5,
                         help="runs from scratch for pass times; score passes per w")
     parser.add_argument("--seed", type=int, default=0, help="seed of the block sampling")
+    parser.add_argument("--blocks", choices=BLOCKS, default="auto",
+                        help="block storage of the solver state (auto: ChainModel's choice)")
     parser.add_argument("--synthetic", type=int, metavar="N", default=None,
                         help="use N synthetic OCR-like words instead of the real data")
     parser.add_argument("--data-home", default=None,
@@ -84,8 +91,9 @@ def block_order(rng, n: int) -> np.ndarray:
     return rng.integers(0, n, size=n).astype(np.intp)
 
 
-def run_passes(oracle, args, seed: int, gap_at=()) -> tuple[list[float], dict, np.ndarray]:
-    """One run from a fresh state; returns pass times, gaps at ``gap_at`` and the final w."""
+def run_passes(oracle, args, seed: int, gap_at=()) -> tuple[list[float], dict, object]:
+    """One run from a fresh state; returns pass times, gaps at ``gap_at`` and the
+    final ``SolverState``."""
     from ssvm_core import SolverState, _fw, duality_gap
 
     state = SolverState.for_oracle(oracle, args.lam, averaging=True)
@@ -97,7 +105,7 @@ def run_passes(oracle, args, seed: int, gap_at=()) -> tuple[list[float], dict, n
         if p in gap_at:
             gaps[p] = {"averaged": duality_gap(oracle, state, averaged=True),
                        "plain": duality_gap(oracle, state, averaged=False)}
-    return times, gaps, state.w.copy()
+    return times, gaps, state
 
 
 def gap_pass_seconds(oracle, w: np.ndarray, repeat: int, n_jobs: int = 1) -> float:
@@ -125,32 +133,32 @@ def solve_check(oracle, args, gap_at) -> dict:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from ssvm_oracles import ChainModel
-
     command, machine = print_header("bench_ocr.py", argv)
 
     start = time.perf_counter()
     X, Y, source = load_data(args)
     load_s = time.perf_counter() - start
     start = time.perf_counter()
-    oracle = ChainModel(n_states=N_STATES).bind(X, Y)
+    oracle = chain_model(N_STATES, args.blocks).bind(X, Y)
     bind_s = time.perf_counter() - start
     n, d = oracle.n_blocks, oracle.n_features
     n_letters = int(sum(len(y) for y in Y))
     print(f"data: {source}: n={n} words, {n_letters} letters, d={d}; "
           f"load {load_s:.2f} s, bind {bind_s:.2f} s")
     print(f"lam={args.lam:g}, passes={args.passes}, repeat={args.repeat}, seed={args.seed}, "
-          f"averaging on, line search, uniform sampling")
+          f"averaging on, line search, uniform sampling, blocks={args.blocks}")
 
     gap_at = sorted({p for p in GAP_PASSES if p <= args.passes} | {args.passes})
     first, steady, gaps, w_trained = [], [], {}, None
     for r in range(args.repeat):
-        times, run_gaps, w = run_passes(oracle, args, args.seed + r,
-                                        gap_at=gap_at if r == 0 else ())
+        times, run_gaps, state = run_passes(oracle, args, args.seed + r,
+                                            gap_at=gap_at if r == 0 else ())
         first.append(times[0])
         steady.extend(times[1:])
         if r == 0:
-            gaps, w_trained = run_gaps, w
+            gaps, w_trained = run_gaps, state.w.copy()
+            storage, blocks_b = state.block_storage, block_bytes(state)
+        del state
     first_s = statistics.median(first)
     steady_s = statistics.median(steady) if steady else float("nan")
 
@@ -183,6 +191,9 @@ def main(argv=None) -> dict:
     for p in gap_at:
         print(f"  {p:>4}  {gaps[p]['averaged']:12.6g}  {gaps[p]['plain']:12.6g}")
 
+    rss = peak_rss_bytes()
+    print(f"memory: {storage} blocks {blocks_b / 1e6:.1f} MB, peak RSS {rss / 1e6:.0f} MB")
+
     check = None
     if not args.no_solve_check:
         check = solve_check(oracle, args, gap_at)
@@ -199,7 +210,7 @@ def main(argv=None) -> dict:
                  "load_s": load_s, "bind_s": bind_s},
         "settings": {"lam": args.lam, "passes": args.passes, "repeat": args.repeat,
                      "seed": args.seed, "averaging": True, "line_search": True,
-                     "sampling": "uniform"},
+                     "sampling": "uniform", "blocks": args.blocks},
         "pass_s": {"first_median": first_s, "first_all": first, "steady_median": steady_s,
                    "steady_all": steady},
         "oracle_call_s": {"w_zero": oracle_zero_s, "w_trained": oracle_trained_s},
@@ -207,6 +218,7 @@ def main(argv=None) -> dict:
         "block_step_s": step_s,
         "solver_overhead_ratio": overhead,
         "gap": {str(p): gaps[p] for p in gap_at},
+        "memory": {"block_storage": storage, "block_bytes": blocks_b, "peak_rss_bytes": rss},
         "solve_check": None if check is None else {
             "status": check["status"], "time_s": check["time"],
             "max_abs_gap_difference": check["max_abs_gap_difference"]},
