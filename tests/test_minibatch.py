@@ -315,3 +315,76 @@ def test_uniform_rounds_draw_every_subset_equally_often():
     assert np.all(np.abs(freq - 0.1) < 0.011)                 # 5 standard deviations
     assert sorted(_distinct_uniform(rng, 6, 5).tolist()) != [] and \
         len(set(_distinct_uniform(rng, 6, 5).tolist())) == 5
+
+
+class _PerRound(Executor):
+    """A serial executor that is not in-process for ``minibatch_pass``: every round goes
+    through ``solve_blocks`` and the Python round loop (the path Dask takes)."""
+
+    def __init__(self):
+        self.inner = SerialExecutor()
+
+    def solve_blocks(self, oracle, w, blocks, n_samples=1):
+        return self.inner.solve_blocks(oracle, w, blocks, n_samples)
+
+    def max_scores(self, oracle, w):
+        return self.inner.max_scores(oracle, w)
+
+
+@pytest.mark.parametrize("kind", ["plain", "box", "compact"])
+@pytest.mark.parametrize("sampling", ["uniform", "perm"])
+def test_compiled_rounds_equal_the_python_round_loop(kind, sampling):
+    model, X, Y = _chain(seed=3, n=23)
+    o = (ChainModel(n_states=3, n_features=4, compact_blocks=True) if kind == "compact"
+         else model).bind(X, Y)
+    box = (-0.3, 0.4) if kind == "box" else None
+    for tau, line_search in ((1, True), (5, True), (7, False), (23, True)):
+        ref = SolverState.for_oracle(o, 0.02, box=box)
+        states = [ref.copy() for _ in range(3)]
+        calls = []
+        for executor, state in zip((_PerRound(), SerialExecutor(), ThreadExecutor(2)), states):
+            rng = np.random.default_rng(tau)
+            calls.append([minibatch_pass(o, state, executor, rng, tau, sampling=sampling,
+                                         line_search=line_search) for _ in range(3)])
+        assert states[0].compact_blocks == (kind == "compact")
+        for state in states[1:]:                       # compiled (1 and 2 threads)
+            np.testing.assert_array_equal(state.w, states[0].w)
+            np.testing.assert_array_equal(state.block_values, states[0].block_values)
+            np.testing.assert_array_equal(state.avg_u, states[0].avg_u)
+            np.testing.assert_array_equal(state.block_gap_estimates,
+                                          states[0].block_gap_estimates)
+            assert (state.ell, state.ell_avg, state.n_steps, state.fw_steps) == \
+                (states[0].ell, states[0].ell_avg, states[0].n_steps, states[0].fw_steps)
+        assert calls[1] == calls[2] == calls[0] == [o.n_blocks] * 3
+
+
+def test_compiled_rounds_check_input_and_book_the_steps_before_an_oracle_error():
+    from ssvm_core._batch import fw_rounds
+    model, X, Y = _chain(seed=3, n=12, max_len=3)
+    o = model.bind(X, Y)
+    state = SolverState.for_oracle(o, 0.02)
+    order = np.arange(12, dtype=np.intp)
+    with pytest.raises(ValueError, match="round_ptr"):
+        fw_rounds(o, state, order, np.array([0, 5], dtype=np.intp), True, 2)
+    with pytest.raises(ValueError, match="distinct"):
+        fw_rounds(o, state, np.zeros(12, dtype=np.intp), np.array([0, 12], dtype=np.intp),
+                  True, 2)
+    assert state.n_steps == 0
+
+    class Failing(BruteForceOracle):
+        calls = 0
+
+        def solve(self, i, w):
+            Failing.calls += 1
+            if Failing.calls == 9:
+                raise RuntimeError("oracle failed")
+            return super().solve(i, w)
+    failing = as_oracle(Failing(model, X, Y))
+    with pytest.raises(RuntimeError, match="oracle failed"):
+        fw_rounds(failing, state, order, np.array([0, 4, 8, 12], dtype=np.intp), True, 2)
+    assert state.n_steps == 8 and state.fw_steps == 8          # two whole rounds
+    ref = SolverState.for_oracle(o, 0.02)            # the two rounds alone, same oracle
+    fw_rounds(as_oracle(BruteForceOracle(model, X, Y)), ref, order[:8].copy(),
+              np.array([0, 4, 8], dtype=np.intp), True, 1)
+    np.testing.assert_array_equal(state.w, ref.w)
+    assert state.ell == ref.ell

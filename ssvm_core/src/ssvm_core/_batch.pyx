@@ -15,14 +15,21 @@ theta = A_i^T w are recomputed at that w too (``evaluate`` and
 import numpy as np
 
 from libc.stdint cimport uint8_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, qsort, realloc
 from libc.math cimport isnan
 from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
-from ssvm_core._blocks cimport below_ground_truth, use_ground_truth
+from ssvm_core._blocks cimport Blocks, Primal, below_ground_truth, use_ground_truth
+from ssvm_core._fw cimport bcfw_steps
+from ssvm_core._linesearch cimport LINE_WORK
+from ssvm_core._sampling cimport Sampler
+from ssvm_core._view cimport StateView
+
+from ssvm_core._view import frame_scratch
+from ssvm_core.step_counts import StepCounts
 
 
 class Answers:
@@ -109,7 +116,7 @@ class Answers:
 
 cdef struct _Pack:
     # Growing C buffers behind one Answers (filled without the GIL).
-    intp_t* ans_ptr
+    intp_t* ans_ptr               # n_blocks + 1 entries (capacity blk_cap + 1)
     intp_t* lab_ptr
     intp_t* psi_ptr
     int32_t* labels
@@ -118,7 +125,7 @@ cdef struct _Pack:
     float64_t* loss
     float64_t* score
     uint8_t* ground
-    intp_t n_ans, ans_cap, lab_cap, psi_cap, replaced
+    intp_t n_blocks, blk_cap, n_ans, ans_cap, lab_cap, psi_cap, replaced
 
 
 cdef int _grow(void** ptr, intp_t n_items, size_t item_size) except -1 nogil:
@@ -130,26 +137,82 @@ cdef int _grow(void** ptr, intp_t n_items, size_t item_size) except -1 nogil:
     return 0
 
 
-cdef int _push(_Pack* pk, const Corner* c, bint ground) except -1 nogil:
-    """Append one answer (the ground-truth corner when ``ground``)."""
-    cdef intp_t a = pk.n_ans, k, nl = 0 if ground else c.n_labels, nnz = 0
-    cdef intp_t p0 = pk.psi_ptr[a], l0 = pk.lab_ptr[a]
-    if a + 1 >= pk.ans_cap:
-        pk.ans_cap = 2 * pk.ans_cap + 2
+cdef int _pack_open(_Pack* pk, MaxOracle oracle, intp_t n_blocks,
+                    intp_t n_ans) except -1:
+    """Buffers for ``n_blocks`` blocks and about ``n_ans`` answers (grown on demand)."""
+    pk.n_blocks = pk.n_ans = pk.replaced = 0
+    pk.blk_cap = n_blocks
+    pk.ans_cap = n_ans + 1
+    pk.lab_cap = max(1, pk.ans_cap * min(oracle.max_labels, 64))
+    pk.psi_cap = max(1, pk.ans_cap * min(oracle.max_psi_nnz, 256))
+    pk.ans_ptr = <intp_t*> malloc((pk.blk_cap + 1) * sizeof(intp_t))
+    pk.lab_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
+    pk.psi_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
+    pk.loss = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
+    pk.score = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
+    pk.ground = <uint8_t*> malloc(pk.ans_cap * sizeof(uint8_t))
+    pk.labels = <int32_t*> malloc(pk.lab_cap * sizeof(int32_t))
+    pk.psi_idx = <int32_t*> malloc(pk.psi_cap * sizeof(int32_t))
+    pk.psi_val = <float64_t*> malloc(pk.psi_cap * sizeof(float64_t))
+    if (pk.ans_ptr == NULL or pk.lab_ptr == NULL or pk.psi_ptr == NULL
+            or pk.loss == NULL or pk.score == NULL or pk.ground == NULL
+            or pk.labels == NULL or pk.psi_idx == NULL or pk.psi_val == NULL):
+        _pack_close(pk)
+        raise MemoryError()
+    _pack_reset(pk)
+    return 0
+
+
+cdef void _pack_reset(_Pack* pk) noexcept nogil:
+    """Empty the pack (its buffers stay)."""
+    pk.n_blocks = pk.n_ans = pk.replaced = 0
+    pk.ans_ptr[0] = pk.lab_ptr[0] = pk.psi_ptr[0] = 0
+
+
+cdef void _pack_close(_Pack* pk) noexcept nogil:
+    free(pk.ans_ptr)
+    free(pk.lab_ptr)
+    free(pk.psi_ptr)
+    free(pk.loss)
+    free(pk.score)
+    free(pk.ground)
+    free(pk.labels)
+    free(pk.psi_idx)
+    free(pk.psi_val)
+    pk.ans_ptr = pk.lab_ptr = pk.psi_ptr = NULL
+    pk.loss = pk.score = pk.psi_val = NULL
+    pk.labels = pk.psi_idx = NULL
+    pk.ground = NULL
+
+
+cdef int _reserve(_Pack* pk, intp_t n_ans, intp_t n_lab, intp_t n_psi) except -1 nogil:
+    """Room for ``n_ans`` more answers with ``n_lab`` labels and ``n_psi`` psi entries."""
+    cdef intp_t a = pk.n_ans + n_ans
+    cdef intp_t l = pk.lab_ptr[pk.n_ans] + n_lab, p = pk.psi_ptr[pk.n_ans] + n_psi
+    if a >= pk.ans_cap:
+        pk.ans_cap = 2 * a + 2
         _grow(<void**> &pk.lab_ptr, pk.ans_cap + 1, sizeof(intp_t))
         _grow(<void**> &pk.psi_ptr, pk.ans_cap + 1, sizeof(intp_t))
         _grow(<void**> &pk.loss, pk.ans_cap, sizeof(float64_t))
         _grow(<void**> &pk.score, pk.ans_cap, sizeof(float64_t))
         _grow(<void**> &pk.ground, pk.ans_cap, sizeof(uint8_t))
-    if not ground:
-        nnz = c.psi_nnz
-    if l0 + nl > pk.lab_cap:
-        pk.lab_cap = 2 * (l0 + nl)
+    if l > pk.lab_cap:
+        pk.lab_cap = 2 * l
         _grow(<void**> &pk.labels, pk.lab_cap, sizeof(int32_t))
-    if p0 + nnz > pk.psi_cap:
-        pk.psi_cap = 2 * (p0 + nnz)
+    if p > pk.psi_cap:
+        pk.psi_cap = 2 * p
         _grow(<void**> &pk.psi_idx, pk.psi_cap, sizeof(int32_t))
         _grow(<void**> &pk.psi_val, pk.psi_cap, sizeof(float64_t))
+    return 0
+
+
+cdef int _push(_Pack* pk, const Corner* c, bint ground) except -1 nogil:
+    """Append one answer (the ground-truth corner when ``ground``)."""
+    cdef intp_t a = pk.n_ans, k, nl = 0 if ground else c.n_labels, nnz = 0
+    if not ground:
+        nnz = c.psi_nnz
+    _reserve(pk, 1, nl, nnz)
+    cdef intp_t p0 = pk.psi_ptr[a], l0 = pk.lab_ptr[a]
     if nl > 0:
         memcpy(pk.labels + l0, c.labels, nl * sizeof(int32_t))
     if nnz > 0:
@@ -172,8 +235,31 @@ cdef int _push(_Pack* pk, const Corner* c, bint ground) except -1 nogil:
     return 0
 
 
+cdef int _append(_Pack* dst, const _Pack* src) except -1 nogil:
+    """Append the blocks and answers of ``src`` to ``dst`` (room for the blocks needed)."""
+    cdef intp_t a0 = dst.n_ans, l0 = dst.lab_ptr[a0], p0 = dst.psi_ptr[a0], k
+    cdef intp_t m = src.n_ans, nl = src.lab_ptr[m], nnz = src.psi_ptr[m]
+    _reserve(dst, m, nl, nnz)
+    for k in range(src.n_blocks):
+        dst.ans_ptr[dst.n_blocks + k + 1] = a0 + src.ans_ptr[k + 1]
+    for k in range(m):
+        dst.lab_ptr[a0 + k + 1] = l0 + src.lab_ptr[k + 1]
+        dst.psi_ptr[a0 + k + 1] = p0 + src.psi_ptr[k + 1]
+    memcpy(dst.labels + l0, src.labels, nl * sizeof(int32_t))
+    memcpy(dst.psi_idx + p0, src.psi_idx, nnz * sizeof(int32_t))
+    memcpy(dst.psi_val + p0, src.psi_val, nnz * sizeof(float64_t))
+    memcpy(dst.loss + a0, src.loss, m * sizeof(float64_t))
+    memcpy(dst.score + a0, src.score, m * sizeof(float64_t))
+    memcpy(dst.ground + a0, src.ground, m * sizeof(uint8_t))
+    dst.n_blocks += src.n_blocks
+    dst.n_ans += m
+    dst.replaced += src.replaced
+    return 0
+
+
 cdef int _solve_into(MaxOracle oracle, const float64_t* w, const intp_t* blocks, intp_t nb,
                      intp_t k, Corner* outs, _Pack* pk) except -1 nogil:
+    """Append the answers of ``blocks`` at ``w`` (``k`` per block) to ``pk``."""
     cdef intp_t b, j, got
     for b in range(nb):
         if k > 1:
@@ -189,7 +275,8 @@ cdef int _solve_into(MaxOracle oracle, const float64_t* w, const intp_t* blocks,
                 _push(pk, &outs[j], True)
             else:
                 _push(pk, &outs[j], False)
-        pk.ans_ptr[b + 1] = pk.n_ans
+        pk.n_blocks += 1
+        pk.ans_ptr[pk.n_blocks] = pk.n_ans
     return 0
 
 
@@ -219,54 +306,40 @@ def solve_blocks(MaxOracle oracle, const float64_t[::1] w, blocks, intp_t n_samp
     cdef intp_t nb = bv.shape[0], j
     buffers = [CornerBuffer(oracle) for _ in range(n_samples)]
     cdef Corner* outs = <Corner*> malloc(n_samples * sizeof(Corner))
+    if outs == NULL:
+        raise MemoryError()
     cdef _Pack pk
-    pk.n_ans = pk.replaced = 0
-    pk.ans_cap = nb * n_samples + 1
-    pk.lab_cap = max(1, pk.ans_cap * min(oracle.max_labels, 64))
-    pk.psi_cap = max(1, pk.ans_cap * min(oracle.max_psi_nnz, 256))
-    pk.ans_ptr = <intp_t*> malloc((nb + 1) * sizeof(intp_t))
-    pk.lab_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
-    pk.psi_ptr = <intp_t*> malloc((pk.ans_cap + 1) * sizeof(intp_t))
-    pk.loss = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
-    pk.score = <float64_t*> malloc(pk.ans_cap * sizeof(float64_t))
-    pk.ground = <uint8_t*> malloc(pk.ans_cap * sizeof(uint8_t))
-    pk.labels = <int32_t*> malloc(pk.lab_cap * sizeof(int32_t))
-    pk.psi_idx = <int32_t*> malloc(pk.psi_cap * sizeof(int32_t))
-    pk.psi_val = <float64_t*> malloc(pk.psi_cap * sizeof(float64_t))
     try:
-        if (outs == NULL or pk.ans_ptr == NULL or pk.lab_ptr == NULL or pk.psi_ptr == NULL
-                or pk.loss == NULL or pk.score == NULL or pk.ground == NULL
-                or pk.labels == NULL or pk.psi_idx == NULL or pk.psi_val == NULL):
-            raise MemoryError()
+        _pack_open(&pk, oracle, nb, nb * n_samples)
+    except MemoryError:
+        free(outs)
+        raise
+    try:
         for j in range(n_samples):
             outs[j] = (<CornerBuffer> buffers[j]).corner
-        pk.ans_ptr[0] = pk.lab_ptr[0] = pk.psi_ptr[0] = 0
         if nb:
             if oracle.needs_gil:
                 _solve_into(oracle, &w[0], &bv[0], nb, n_samples, outs, &pk)
             else:
                 with nogil:
                     _solve_into(oracle, &w[0], &bv[0], nb, n_samples, outs, &pk)
-        m, nl, nnz = pk.n_ans, pk.lab_ptr[pk.n_ans], pk.psi_ptr[pk.n_ans]
-        return Answers(
-            np.asarray(bv).copy(), _copy_intp(pk.ans_ptr, nb + 1),
-            _copy_intp(pk.lab_ptr, m + 1), _copy_int32(pk.labels, nl),
-            _copy_intp(pk.psi_ptr, m + 1), _copy_int32(pk.psi_idx, nnz),
-            _copy_float64(pk.psi_val, nnz), _copy_float64(pk.loss, m),
-            _copy_float64(pk.score, m),
-            np.array(<uint8_t[:m]> pk.ground if m else np.zeros(0, np.uint8)),
-            pk.replaced)
+        return _pack_answers(&pk, bv)
     finally:
         free(outs)
-        free(pk.ans_ptr)
-        free(pk.lab_ptr)
-        free(pk.psi_ptr)
-        free(pk.loss)
-        free(pk.score)
-        free(pk.ground)
-        free(pk.labels)
-        free(pk.psi_idx)
-        free(pk.psi_val)
+        _pack_close(&pk)
+
+
+cdef object _pack_answers(const _Pack* pk, bv):
+    """The ``Answers`` of a pack (copies), for the blocks ``bv``."""
+    m, nl, nnz = pk.n_ans, pk.lab_ptr[pk.n_ans], pk.psi_ptr[pk.n_ans]
+    return Answers(
+        np.asarray(bv).copy(), _copy_intp(pk.ans_ptr, pk.n_blocks + 1),
+        _copy_intp(pk.lab_ptr, m + 1), _copy_int32(pk.labels, nl),
+        _copy_intp(pk.psi_ptr, m + 1), _copy_int32(pk.psi_idx, nnz),
+        _copy_float64(pk.psi_val, nnz), _copy_float64(pk.loss, m),
+        _copy_float64(pk.score, m),
+        np.array(<uint8_t[:m]> pk.ground if m else np.zeros(0, np.uint8)),
+        pk.replaced)
 
 
 cdef object _copy_intp(intp_t* p, intp_t n):
@@ -340,12 +413,18 @@ cdef class AnswerOracle(MaxOracle):
     cdef readonly MaxOracle oracle
     cdef readonly object answers
     cdef readonly intp_t fallbacks
+    cdef object _arrays                     # the arrays behind the pointers below
     cdef intp_t _n_stored
-    cdef const intp_t[::1] _keys, _slots    # stored blocks, sorted, and their positions
-    cdef const intp_t[::1] _ans_ptr, _lab_ptr, _psi_ptr
-    cdef const int32_t[::1] _labels, _psi_idx
-    cdef const float64_t[::1] _psi_val, _loss
-    cdef const uint8_t[::1] _ground
+    cdef const intp_t* _keys                # stored blocks, sorted,
+    cdef const intp_t* _slots               # and their positions in the answers
+    cdef const intp_t* _ans_ptr
+    cdef const intp_t* _lab_ptr
+    cdef const intp_t* _psi_ptr
+    cdef const int32_t* _labels
+    cdef const int32_t* _psi_idx
+    cdef const float64_t* _psi_val
+    cdef const float64_t* _loss
+    cdef const uint8_t* _ground
 
     def __init__(self, MaxOracle oracle, answers):
         if not isinstance(answers, Answers):
@@ -375,20 +454,36 @@ cdef class AnswerOracle(MaxOracle):
         order = np.argsort(blocks, kind="stable").astype(np.intp)
 
         def pad(a, dtype):
-            return a if a.shape[0] else np.zeros(1, dtype)
+            return np.ascontiguousarray(a if a.shape[0] else np.zeros(1, dtype), dtype=dtype)
 
-        self._keys = pad(np.ascontiguousarray(blocks[order], dtype=np.intp), np.intp)
-        self._slots = pad(order, np.intp)
+        cdef const intp_t[::1] keys = pad(blocks[order], np.intp)
+        cdef const intp_t[::1] slots = pad(order, np.intp)
+        cdef const intp_t[::1] ans_ptr = answers.ans_ptr
+        cdef const intp_t[::1] lab_ptr = answers.lab_ptr
+        cdef const intp_t[::1] psi_ptr = answers.psi_ptr
+        cdef const int32_t[::1] labels = pad(answers.labels, np.int32)
+        cdef const int32_t[::1] psi_idx = pad(answers.psi_idx, np.int32)
+        cdef const float64_t[::1] psi_val = pad(answers.psi_val, np.float64)
+        cdef const float64_t[::1] loss = pad(answers.loss, np.float64)
+        cdef const uint8_t[::1] ground = pad(answers.ground, np.uint8)
+        self._arrays = (keys, slots, ans_ptr, lab_ptr, psi_ptr, labels, psi_idx, psi_val,
+                        loss, ground)
         self._n_stored = blocks.shape[0]
-        self._ans_ptr = answers.ans_ptr
-        self._lab_ptr = answers.lab_ptr
-        self._psi_ptr = answers.psi_ptr
-        self._labels = pad(answers.labels, np.int32)
-        self._psi_idx = pad(answers.psi_idx, np.int32)
-        self._psi_val = pad(answers.psi_val, np.float64)
-        self._loss = pad(answers.loss, np.float64)
-        self._ground = pad(answers.ground, np.uint8)
+        self._keys, self._slots = &keys[0], &slots[0]
+        self._ans_ptr, self._lab_ptr, self._psi_ptr = &ans_ptr[0], &lab_ptr[0], &psi_ptr[0]
+        self._labels, self._psi_idx, self._psi_val = &labels[0], &psi_idx[0], &psi_val[0]
+        self._loss, self._ground = &loss[0], &ground[0]
         self.fallbacks = 0
+
+    cdef void _replay(self, const _Pack* pk, const intp_t* keys,
+                      const intp_t* slots) noexcept nogil:
+        """Serve the answers of ``pk`` (its blocks sorted in ``keys``, their positions
+        in ``slots``) until the next call; the caller keeps the buffers alive."""
+        self._n_stored = pk.n_blocks
+        self._keys, self._slots = keys, slots
+        self._ans_ptr, self._lab_ptr, self._psi_ptr = pk.ans_ptr, pk.lab_ptr, pk.psi_ptr
+        self._labels, self._psi_idx, self._psi_val = pk.labels, pk.psi_idx, pk.psi_val
+        self._loss, self._ground = pk.loss, pk.ground
 
     def __reduce__(self):
         return (AnswerOracle, (self.oracle, self.answers))
@@ -553,3 +648,293 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
         g_fw = (h_best - sum_aH) / n
         hv[b] = g_fw > 0.0 and g_fw >= cache_factor * oracle_gaps[i] and g_fw >= thr_global
     return hits
+
+
+# ---------------------------------------------------------------------------
+# Whole passes of mini-batch FW rounds in C: the oracle calls of a round
+# (split over a crew of threads), then its block steps on the replayed answers,
+# without returning to Python between rounds.
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
+    int pthread_cond_init(pthread_cond_t* c, const void* attr)
+    int pthread_cond_destroy(pthread_cond_t* c)
+    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
+    int pthread_cond_broadcast(pthread_cond_t* c)
+    int pthread_cond_signal(pthread_cond_t* c)
+
+
+cdef struct _Key:
+    intp_t block, slot
+
+
+cdef int _by_block(const void* a, const void* b) noexcept nogil:
+    cdef intp_t x = (<const _Key*> a).block, y = (<const _Key*> b).block
+    return (x > y) - (x < y)
+
+
+cdef class _Crew:
+    """The threads that make a round's oracle calls: the caller makes part 0, helper
+    k (a Python thread, in C between rounds' hand-offs) part k.
+
+    A round's blocks are split into ``parts`` consecutive chunks as
+    ``numpy.array_split`` does; part k's answers go to ``packs[k]``.
+    """
+    cdef MaxOracle oracle
+    cdef intp_t n_threads
+    cdef _Pack* packs
+    cdef Corner* corners
+    cdef list buffers, threads, errors
+    cdef pthread_mutex_t lock
+    cdef pthread_cond_t go, done
+    cdef intp_t generation, pending, parts, nb
+    cdef bint stop
+    cdef const float64_t* w
+    cdef const intp_t* blocks
+
+    def __cinit__(self, MaxOracle oracle, intp_t n_threads, intp_t tau):
+        cdef intp_t k
+        self.oracle, self.n_threads = oracle, n_threads
+        self.errors, self.threads = [], []
+        self.buffers = [CornerBuffer(oracle) for _ in range(n_threads)]
+        self.packs = <_Pack*> calloc(n_threads, sizeof(_Pack))
+        self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
+        if self.packs == NULL or self.corners == NULL:
+            raise MemoryError()
+        for k in range(n_threads):
+            self.corners[k] = (<CornerBuffer> self.buffers[k]).corner
+            # part 0 receives every part's answers at the end of the calls
+            _pack_open(&self.packs[k], oracle, tau if k == 0 else tau // n_threads + 1,
+                       tau if k == 0 else tau // n_threads + 1)
+        pthread_mutex_init(&self.lock, NULL)
+        pthread_cond_init(&self.go, NULL)
+        pthread_cond_init(&self.done, NULL)
+
+    def __dealloc__(self):
+        cdef intp_t k
+        if self.packs != NULL:
+            for k in range(self.n_threads):
+                _pack_close(&self.packs[k])
+            free(self.packs)
+        free(self.corners)
+        pthread_mutex_destroy(&self.lock)
+        pthread_cond_destroy(&self.go)
+        pthread_cond_destroy(&self.done)
+
+    def start(self):
+        import threading
+        for k in range(1, self.n_threads):
+            t = threading.Thread(target=self._serve, args=(k,), daemon=True,
+                                 name=f"ssvm-round-{k}")
+            t.start()
+            self.threads.append(t)
+
+    def close(self):
+        with nogil:
+            pthread_mutex_lock(&self.lock)
+            self.stop = True
+            pthread_cond_broadcast(&self.go)
+            pthread_mutex_unlock(&self.lock)
+        for t in self.threads:
+            t.join()
+        self.threads = []
+
+    def _serve(self, intp_t k):
+        """Helper k: part k of each round until ``close``."""
+        cdef intp_t seen = 0
+        while True:
+            with nogil:
+                pthread_mutex_lock(&self.lock)
+                while self.generation == seen and not self.stop:
+                    pthread_cond_wait(&self.go, &self.lock)
+                seen = self.generation
+                pthread_mutex_unlock(&self.lock)
+            if self.stop:
+                return
+            if k >= self.parts:
+                continue
+            try:
+                with nogil:
+                    self._part(k)
+            except BaseException as exc:          # re-raised by the caller's thread
+                self.errors.append(exc)
+            finally:
+                with nogil:
+                    pthread_mutex_lock(&self.lock)
+                    self.pending -= 1
+                    if self.pending == 0:
+                        pthread_cond_signal(&self.done)
+                    pthread_mutex_unlock(&self.lock)
+
+    cdef int _part(self, intp_t k) except -1 nogil:
+        cdef intp_t size = self.nb // self.parts, extra = self.nb % self.parts
+        cdef intp_t start = k * size + (k if k < extra else extra)
+        _pack_reset(&self.packs[k])
+        _solve_into(self.oracle, self.w, self.blocks + start, size + (1 if k < extra else 0),
+                    1, &self.corners[k], &self.packs[k])
+        return 0
+
+    cdef int calls(self, const float64_t* w, const intp_t* blocks, intp_t nb) except -1 nogil:
+        """The answers of ``blocks`` at ``w``, in ``packs[0]``; 1 if a helper failed."""
+        cdef intp_t k
+        self.w, self.blocks, self.nb = w, blocks, nb
+        self.parts = min(self.n_threads, nb)
+        if self.parts > 1:
+            pthread_mutex_lock(&self.lock)
+            self.pending = self.parts - 1
+            self.generation += 1
+            pthread_cond_broadcast(&self.go)
+            pthread_mutex_unlock(&self.lock)
+        try:
+            self._part(0)
+        finally:
+            if self.parts > 1:
+                pthread_mutex_lock(&self.lock)
+                while self.pending > 0:
+                    pthread_cond_wait(&self.done, &self.lock)
+                pthread_mutex_unlock(&self.lock)
+        if self.parts > 1 and self.errors_seen():
+            return 1
+        for k in range(1, self.parts):
+            _append(&self.packs[0], &self.packs[k])
+        return 0
+
+    cdef bint errors_seen(self) noexcept nogil:
+        with gil:
+            return len(self.errors) > 0
+
+
+cdef int _fw_rounds(_Crew crew, AnswerOracle replay, Blocks* b, Primal* p, float64_t* s,
+                    const intp_t* order, const intp_t* round_ptr, intp_t n_rounds,
+                    float64_t lam, bint line_search, float64_t* ell, float64_t* ell_avg,
+                    intp_t* n_steps, intp_t* n_replaced, intp_t* n_calls, _Key* keys,
+                    intp_t* key_blocks, intp_t* key_slots, Corner* c,
+                    float64_t* line_work) except -1 nogil:
+    """Rounds ``order[round_ptr[r]:round_ptr[r + 1]]``: their calls at the round's w,
+    then their block steps in that order on the answers (``AnswerOracle``)."""
+    cdef intp_t r, k, nb
+    cdef const intp_t* blocks
+    cdef const _Pack* pk = &crew.packs[0]
+    cdef Sampler smp
+    smp.uniforms = NULL
+    smp.n_uniforms = 0
+    smp.tree = NULL
+    smp.tree_size = 0
+    for r in range(n_rounds):
+        blocks = order + round_ptr[r]
+        nb = round_ptr[r + 1] - round_ptr[r]
+        if crew.calls(p.w, blocks, nb):
+            return 1
+        n_calls[0] += nb
+        n_replaced[0] += pk.replaced
+        for k in range(nb):
+            keys[k].block = blocks[k]
+            keys[k].slot = k
+        qsort(keys, nb, sizeof(_Key), _by_block)
+        for k in range(nb):
+            key_blocks[k] = keys[k].block
+            key_slots[k] = keys[k].slot
+        replay._replay(pk, key_blocks, key_slots)
+        smp.order = blocks
+        smp.n_order = nb
+        bcfw_steps(replay, b, p, s, &smp, lam, line_search, ell, ell_avg, n_steps,
+                   n_replaced, c, line_work)
+    return 0
+
+
+def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1] round_ptr,
+              bint line_search, intp_t n_threads=1):
+    """Mini-batch FW rounds (Wang et al. (2016)) in one compiled loop; returns the calls.
+
+    Round r is the blocks ``order[round_ptr[r]:round_ptr[r + 1]]`` (distinct):
+    their oracle calls at the round's w, split over ``n_threads`` threads as
+    ``ThreadExecutor`` splits them, then their block steps in that order, each
+    with the answer's score recomputed at the up-to-date iterate
+    (``AnswerOracle``) and the step of ``_fw.bcfw_pass``.  The iterates are
+    those of ``minibatch_pass`` with a serial or thread executor and plain FW
+    steps, bit for bit.  Books its ``StepCounts`` into ``state``.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle (one thread if it needs the GIL).
+    state : SolverState
+        Without active sets; updated in place.
+    order : intp array
+        The blocks of every round, round after round.
+    round_ptr : intp array (n_rounds + 1,)
+        Round boundaries in ``order``: 0, increasing, ending at ``len(order)``.
+    line_search : bool
+        False: the predefined step 2n / (k + 2n).
+    n_threads : int, default 1
+        Threads making each round's calls.
+
+    Returns
+    -------
+    int
+        Oracle calls made.
+    """
+    if state.atoms is not None:
+        raise ValueError("this state keeps active sets; use minibatch_pass(active_sets=True)")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
+    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
+        raise ValueError("round_ptr must start at 0 and end at len(order)")
+    for r in range(n_rounds):
+        if round_ptr[r + 1] < round_ptr[r]:
+            raise ValueError("round_ptr must be nondecreasing")
+        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
+        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    if oracle.needs_gil:
+        n_threads = 1
+    if tau == 0:
+        return 0
+    state.invalidate_gaps()              # the iterate moves
+    cdef StateView view = StateView(state, None, None, oracle)
+    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef float64_t ell = state.ell, ell_avg = state.ell_avg
+    cdef intp_t n_steps = state.n_steps, n_replaced = 0, n_calls = 0
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
+    cdef float64_t lam = state.lam
+    cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
+                                             if state.has_box else 1)
+    cdef intp_t[::1] key_blocks = np.zeros(tau, dtype=np.intp)
+    cdef intp_t[::1] key_slots = np.zeros(tau, dtype=np.intp)
+    cdef _Key* keys = <_Key*> malloc(tau * sizeof(_Key))
+    if keys == NULL:
+        raise MemoryError()
+    cdef AnswerOracle replay = AnswerOracle(oracle, solve_blocks(oracle, state.w, []))
+    cdef _Crew crew = _Crew(oracle, n_threads, tau)
+    cdef int failed = 0
+    crew.start()
+    try:
+        if oracle.needs_gil:
+            failed = _fw_rounds(crew, replay, &view.blocks, &view.primal, &s[0], &order[0],
+                                &round_ptr[0], n_rounds, lam, line_search, &ell, &ell_avg,
+                                &n_steps, &n_replaced, &n_calls, keys, &key_blocks[0],
+                                &key_slots[0], &buf.corner, &line_work[0])
+        else:
+            with nogil:
+                failed = _fw_rounds(crew, replay, &view.blocks, &view.primal, &s[0],
+                                    &order[0], &round_ptr[0], n_rounds, lam, line_search,
+                                    &ell, &ell_avg, &n_steps, &n_replaced, &n_calls, keys,
+                                    &key_blocks[0], &key_slots[0], &buf.corner,
+                                    &line_work[0])
+        if failed:
+            raise crew.errors[0]
+    finally:
+        crew.close()
+        free(keys)
+        # As in bcfw_pass: the steps completed before a failure are booked.
+        steps = n_steps - state.n_steps
+        state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
+                                      oracle_calls=n_calls, replaced=n_replaced, fw=steps))
+    return n_calls

@@ -31,10 +31,10 @@ from ssvm_core._view import frame_scratch
 from ssvm_core.step_counts import StepCounts
 
 
-cdef int _bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
-                     const Sampler* smp, float64_t lam, bint line_search,
-                     float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
-                     intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil:
+cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+                    const Sampler* smp, float64_t lam, bint line_search,
+                    float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
+                    intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil:
     # line_work: LINE_WORK * n_features doubles for the exact box line search (unused
     # without a box).
     cdef intp_t n = oracle.n_blocks, t, i, j
@@ -100,12 +100,12 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         return StepCounts()
     try:
         if oracle.needs_gil:
-            _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
+            bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
                         line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
                         &line_work[0])
         else:
             with nogil:
-                _bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
+                bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
                             line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
                             &line_work[0])
     finally:

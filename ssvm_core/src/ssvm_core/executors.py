@@ -54,6 +54,16 @@ class Executor(ABC):
     def max_scores(self, oracle: MaxOracle, w: np.ndarray) -> np.ndarray:
         """max_y H_i(y; w) of every block (n,), in block order."""
 
+    def local_threads(self, oracle: MaxOracle) -> int | None:
+        """Threads of this process that make the calls of ``oracle``, or None.
+
+        An executor that answers with threads of this process (serial: 1)
+        says how many, so that whole passes of rounds can run in compiled
+        code (``_batch.fw_rounds``) with the same split of the calls; None
+        (the default, e.g. Dask) sends every round through ``solve_blocks``.
+        """
+        return None
+
     def close(self) -> None:  # noqa: B027  (optional hook: a no-op unless overridden)
         """Release threads or cluster data (the executor stays usable)."""
 
@@ -66,6 +76,9 @@ class Executor(ABC):
 
 class SerialExecutor(Executor):
     """Every oracle call in the calling thread."""
+
+    def local_threads(self, oracle):
+        return 1
 
     def solve_blocks(self, oracle, w, blocks, n_samples=1):
         return solve_blocks(oracle, _weights(w), blocks, n_samples)
@@ -100,6 +113,9 @@ class ThreadExecutor(Executor):
                 self._warned = True
             return 1
         return self.n_jobs
+
+    def local_threads(self, oracle):
+        return self._jobs_for(oracle)
 
     def _map(self, func, chunks):
         if len(chunks) == 1:

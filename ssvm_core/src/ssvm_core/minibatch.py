@@ -6,7 +6,11 @@ blocks, gets their oracle answers at the round's w from an executor
 (``ssvm_core.executors``: serial, threads or Dask) and then applies the tau
 block steps in the order drawn with the existing kernels
 (``_fw.bcfw_pass``, ``_active.active_pass``), through an ``AnswerOracle``
-that recomputes each stored answer's score at the up-to-date iterate.  Every
+that recomputes each stored answer's score at the up-to-date iterate.  With
+plain FW steps, uniform or permutation sampling and an executor in this
+process (serial or threads), a whole pass runs in one compiled loop
+(``_batch.fw_rounds``: the same calls and steps, the same iterates bit for
+bit, no return to Python between rounds).  Every
 step therefore has its exact line search at the current point, so the dual
 never decreases however stale the answers are; a stale answer only makes a
 smaller step (Lacoste-Julien et al. (2013) line search, on a corner that is
@@ -27,7 +31,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ssvm_core import _active, _fw
-from ssvm_core._batch import AnswerOracle, predict_cache_hits
+from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import Executor
 from ssvm_core.state import SolverState
@@ -86,18 +90,21 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
 def _distinct_uniform(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     """k distinct blocks, uniformly: repeats are drawn again (O(k), not O(n), per round).
 
-    The rule treats every block alike, so the set drawn is uniform over k-subsets.
+    Each later occurrence of a block is drawn again until none is left.  The
+    rule treats every block alike, so the set drawn is uniform over k-subsets.
     """
     if 2 * k > n:
         return rng.permutation(n)[:k].astype(np.intp)
     out = rng.integers(0, n, size=k).astype(np.intp)
     while True:
-        _, first = np.unique(out, return_index=True)
-        if first.shape[0] == k:
+        seen, repeat = set(), []
+        for pos, block in enumerate(out.tolist()):
+            if block in seen:
+                repeat.append(pos)
+            seen.add(block)
+        if not repeat:
             return out
-        repeat = np.ones(k, dtype=bool)
-        repeat[first] = False
-        out[repeat] = rng.integers(0, n, size=int(repeat.sum()))
+        out[repeat] = rng.integers(0, n, size=len(repeat))
 
 
 def _draw_by_gaps(rng: np.random.Generator, gaps: np.ndarray, k: int,
@@ -153,6 +160,13 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
     """
     if int(tau) != tau or tau < 1:
         raise ValueError(f"batch_blocks must be a positive integer, got {tau!r}")
+    threads = executor.local_threads(oracle)
+    if threads is not None and not active_sets and sampling != "gap":
+        # The rounds do not depend on the steps: draw them all, run them in C.
+        rounds = list(round_blocks(rng, sampling, state, int(tau)))
+        bounds = np.cumsum([0] + [r.shape[0] for r in rounds]).astype(np.intp)
+        return fw_rounds(oracle, state, np.concatenate(rounds).astype(np.intp), bounds,
+                         line_search, threads)
     calls = 0
     for blocks in round_blocks(rng, sampling, state, int(tau)):
         ask = blocks

@@ -1,0 +1,12 @@
+# The block-step loop of BCFW, shared with the compiled round loop of mini-batch
+# BCFW (_batch.pyx), which runs it on each round's replayed answers.
+from ssvm_core._typedefs cimport float64_t, intp_t
+from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._blocks cimport Blocks, Primal
+from ssvm_core._sampling cimport Sampler
+
+
+cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+                    const Sampler* smp, float64_t lam, bint line_search,
+                    float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
+                    intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil
