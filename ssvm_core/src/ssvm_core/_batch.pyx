@@ -188,7 +188,7 @@ cdef void _pack_close(_Pack* pk) noexcept nogil:
 cdef int _reserve(_Pack* pk, intp_t n_ans, intp_t n_lab, intp_t n_psi) except -1 nogil:
     """Room for ``n_ans`` more answers with ``n_lab`` labels and ``n_psi`` psi entries."""
     cdef intp_t a = pk.n_ans + n_ans
-    cdef intp_t l = pk.lab_ptr[pk.n_ans] + n_lab, p = pk.psi_ptr[pk.n_ans] + n_psi
+    cdef intp_t n_l = pk.lab_ptr[pk.n_ans] + n_lab, n_p = pk.psi_ptr[pk.n_ans] + n_psi
     if a >= pk.ans_cap:
         pk.ans_cap = 2 * a + 2
         _grow(<void**> &pk.lab_ptr, pk.ans_cap + 1, sizeof(intp_t))
@@ -196,11 +196,11 @@ cdef int _reserve(_Pack* pk, intp_t n_ans, intp_t n_lab, intp_t n_psi) except -1
         _grow(<void**> &pk.loss, pk.ans_cap, sizeof(float64_t))
         _grow(<void**> &pk.score, pk.ans_cap, sizeof(float64_t))
         _grow(<void**> &pk.ground, pk.ans_cap, sizeof(uint8_t))
-    if l > pk.lab_cap:
-        pk.lab_cap = 2 * l
+    if n_l > pk.lab_cap:
+        pk.lab_cap = 2 * n_l
         _grow(<void**> &pk.labels, pk.lab_cap, sizeof(int32_t))
-    if p > pk.psi_cap:
-        pk.psi_cap = 2 * p
+    if n_p > pk.psi_cap:
+        pk.psi_cap = 2 * n_p
         _grow(<void**> &pk.psi_idx, pk.psi_cap, sizeof(int32_t))
         _grow(<void**> &pk.psi_val, pk.psi_cap, sizeof(float64_t))
     return 0

@@ -101,13 +101,13 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     try:
         if oracle.needs_gil:
             bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                        line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
-                        &line_work[0])
+                       line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
+                       &line_work[0])
         else:
             with nogil:
                 bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                            line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
-                            &line_work[0])
+                           line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
+                           &line_work[0])
     finally:
         # Booked here, not by the caller, so that the steps completed before an
         # oracle call fails are kept: the blocks have moved, and ell and the
