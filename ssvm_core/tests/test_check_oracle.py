@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from strategies import DelegatingOracle
 
 from ssvm_core import BruteForceOracle
 from ssvm_core.testing import ToyChainModel, check_oracle, random_chain_data
@@ -17,37 +18,23 @@ def toy():
     return model, X, Y, BruteForceOracle(model, X, Y)
 
 
-class _Forward:
-    """A Python oracle forwarding to a brute-force one; subclasses break one thing."""
-
-    def __init__(self, bf):
-        self.bf = bf
-        self.n_blocks, self.n_features, self.max_labels = bf.n_blocks, bf.n_features, bf.max_labels
-
+class _SecondBest(DelegatingOracle):
     def solve(self, i, w):
-        return self.bf.solve(i, w)
-
-    def evaluate(self, i, labels, w):
-        return self.bf.evaluate(i, labels, w)
+        k = int(np.argsort(self.inner.scores(i, w))[-2])
+        return self.inner.candidates(i)[k], self.inner.psi_matrix(i)[k], self.inner.losses(i)[k]
 
 
-class _SecondBest(_Forward):
-    def solve(self, i, w):
-        k = int(np.argsort(self.bf.scores(i, w))[-2])
-        return self.bf.candidates(i)[k], self.bf.psi_matrix(i)[k], self.bf.losses(i)[k]
-
-
-class _Flaky(_Forward):
+class _Flaky(DelegatingOracle):
     calls = 0
 
     def solve(self, i, w):
         self.calls += 1
         if self.calls % 2:
-            return self.bf.solve(i, w)
+            return self.inner.solve(i, w)
         return _SecondBest.solve(self, i, w)
 
 
-class _ShiftedTruth(_Forward):
+class _ShiftedTruth(DelegatingOracle):
     """Correct except for a nonzero psi of the ground truth."""
 
     def __init__(self, bf, Y):
@@ -55,16 +42,16 @@ class _ShiftedTruth(_Forward):
         self.Y = Y
 
     def evaluate(self, i, labels, w):
-        psi, loss = self.bf.evaluate(i, labels, w)
+        psi, loss = self.inner.evaluate(i, labels, w)
         return (psi + 0.5, loss) if np.array_equal(labels, self.Y[i]) else (psi, loss)
 
 
 def test_every_mode_accepts_a_correct_oracle(toy):
     model, X, Y, bf = toy
     check_oracle(bf)                                   # enumerates itself
-    check_oracle(_Forward(bf), model=model, X=X, Y=Y)  # enumeration from the model
-    check_oracle(_Forward(bf), Y=Y)                    # its own answers as references
-    check_oracle(_Forward(bf), labellings=lambda i: bf.candidates(i)[::2], Y=Y)
+    check_oracle(DelegatingOracle(bf), model=model, X=X, Y=Y)  # enumeration from the model
+    check_oracle(DelegatingOracle(bf), Y=Y)                    # its own answers as references
+    check_oracle(DelegatingOracle(bf), labellings=lambda i: bf.candidates(i)[::2], Y=Y)
 
 
 def test_a_non_maximal_answer_is_caught_without_enumeration(toy):
@@ -96,4 +83,4 @@ def test_bad_arguments(toy):
     with pytest.raises(ValueError, match="nu must be"):
         check_oracle(bf, nu=1.5)
     with pytest.raises(ValueError, match="ground truths for 3 blocks"):
-        check_oracle(_Forward(bf), Y=Y[:2])
+        check_oracle(DelegatingOracle(bf), Y=Y[:2])

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from strategies import DelegatingOracle
 
 from ssvm_core import BruteForceOracle, StructuredModel
 from ssvm_core.testing import ToyChainModel, ToyMulticlassModel, check_oracle, random_chain_data
@@ -98,27 +99,12 @@ def test_check_oracle_labelings_keyword_still_checks():
     X, Y = random_chain_data(rng, 3, 3, 2, 2)
     bf = BruteForceOracle(ToyChainModel(2, 2), X, Y)
     with pytest.warns(DeprecationWarning, match="labellings"):
-        check_oracle(_NoEnumeration(bf), labelings=bf.candidates, Y=Y)
+        check_oracle(DelegatingOracle(bf), labelings=bf.candidates, Y=Y)
     with pytest.warns(DeprecationWarning), pytest.raises(AssertionError, match="not a max"):
         check_oracle(_ArgMin(bf), labelings=bf.candidates, weights=[rng.normal(size=bf.n_features)])
 
 
-class _NoEnumeration:
-    """Forwards solve/evaluate only, so check_oracle cannot enumerate by itself."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.n_blocks, self.n_features = inner.n_blocks, inner.n_features
-        self.max_labels = inner.max_labels
-
-    def solve(self, i, w):
-        return self.inner.solve(i, w)
-
-    def evaluate(self, i, labels, w):
-        return self.inner.evaluate(i, labels, w)
-
-
-class _ArgMin(_NoEnumeration):
+class _ArgMin(DelegatingOracle):
     """Returns the worst labelling: not a max oracle."""
 
     def solve(self, i, w):

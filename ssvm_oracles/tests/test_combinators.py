@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import DelegatingOracle
 
 from ssvm_core import BruteForceOracle, PythonOracle, solve
 from ssvm_core.testing import (
@@ -281,25 +282,14 @@ def test_enumeration_model():
 
 # --- solve_many passes through every wrapper -------------------------------------------
 
-class _KBest:
+class _KBest(DelegatingOracle):
     """Exact k best labellings by enumeration: a Python oracle with ``solve_many``
     (ties in the order of the enumeration, as ``BruteForceOracle.solve``)."""
 
-    def __init__(self, brute: BruteForceOracle):
-        self.brute = brute
-        self.n_blocks, self.n_features = brute.n_blocks, brute.n_features
-        self.max_labels = brute.max_labels
-
-    def solve(self, i, w):
-        return self.brute.solve(i, w)
-
-    def evaluate(self, i, labels, w):
-        return self.brute.evaluate(i, labels, w)
-
     def solve_many(self, i, w, k):
-        order = np.argsort(-self.brute.scores(i, w), kind="stable")[:k]
-        cands = self.brute.candidates(i)
-        return [(cands[j], *self.brute.evaluate(i, cands[j], w)) for j in order]
+        order = np.argsort(-self.inner.scores(i, w), kind="stable")[:k]
+        cands = self.inner.candidates(i)
+        return [(cands[j], *self.inner.evaluate(i, cands[j], w)) for j in order]
 
 
 def _same_answers(got, want, atol=1e-12):

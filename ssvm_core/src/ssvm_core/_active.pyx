@@ -344,18 +344,23 @@ cdef int _compact_gram(MaxOracle oracle, const Blocks* b, intp_t i, const BlockA
     return 0
 
 
-cdef inline int _score_atoms(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
-                             const float64_t* w, float64_t* theta) except -1 nogil:
-    """blk.score[k] = H_k(w) for every atom; compact blocks first compute
-    theta = A_i^T w (when theta is not NULL) and read it."""
+cdef inline void _score_atoms(BlockAtoms* blk, const float64_t* x) noexcept nogil:
+    """blk.score[k] = H_k(w) for every atom, with x = w, or x = theta = A_i^T w
+    when the atoms are kept in block coordinates (compact blocks)."""
     cdef intp_t k
+    for k in range(blk.n):
+        blk.score[k] = blk.loss[k] - atom_dot(blk, k, x)
+
+
+cdef inline int _score_atoms_at(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+                                const float64_t* w, float64_t* theta) except -1 nogil:
+    """``_score_atoms`` at w without an oracle answer: compact blocks first
+    compute theta = A_i^T w (``coord_scores``, into ``theta``)."""
     if b.compact:
         oracle.coord_scores(i, w, theta)
-        for k in range(blk.n):
-            blk.score[k] = blk.loss[k] - atom_dot(blk, k, theta)
+        _score_atoms(blk, theta)
     else:
-        for k in range(blk.n):
-            blk.score[k] = blk.loss[k] - atom_dot(blk, k, w)
+        _score_atoms(blk, w)
     return 0
 
 
@@ -380,7 +385,7 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
     for t in range(blk.n):
         q = ks if t == 0 else (t - 1 if t - 1 < ks else t)
         sum_aH = 0.0
-        _score_atoms(oracle, b, i, blk, p.w, theta)
+        _score_atoms_at(oracle, b, i, blk, p.w, theta)
         for k in range(blk.n):
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
@@ -424,7 +429,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         h_best = -INFINITY
         ks = 0
         if opt.cache or not b.compact:
-            _score_atoms(oracle, b, i, blk, p.w, c.theta)
+            _score_atoms_at(oracle, b, i, blk, p.w, c.theta)
             for k in range(blk.n):
                 H = blk.score[k]
                 if blk.alpha[k] > 0.0:
@@ -454,9 +459,8 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             if below_ground_truth(c):
                 use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
-            if b.compact and not opt.cache:
-                for k in range(blk.n):
-                    blk.score[k] = blk.loss[k] - atom_dot(blk, k, c.theta)
+            if b.compact and not opt.cache:           # theta came with the answer
+                _score_atoms(blk, c.theta)
             for k in range(1, n_got):                     # extra samples join the block
                 if not below_ground_truth(&c[k]):
                     q = atoms._add(i, &c[k], j - 1, oracle.n_features)

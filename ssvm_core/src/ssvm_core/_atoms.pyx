@@ -223,9 +223,10 @@ cdef class ActiveSets:
                 self._remove(i, victim)
         if self.compact:
             nnz = c.coord_nnz
-        else:
-            nnz = c.psi_nnz if c.psi_idx != NULL else 0
-        if c.psi_idx == NULL and not self.compact:
+        elif c.psi_idx != NULL:
+            nnz = c.psi_nnz
+        else:                                 # dense psi: its nonzeros are stored
+            nnz = 0
             for t in range(n_features):
                 nnz += c.psi_val[t] != 0.0
         k = blk.n
