@@ -204,3 +204,103 @@ def test_a_state_without_a_box_stores_w_once(tmp_path):
         loaded = SolverState.load(tmp_path / "s.npz")
         np.testing.assert_array_equal(loaded.w, state.w)
         assert (loaded.w is loaded.v) == (box is None)
+
+
+def _mask_bits(state):
+    """Block i's marked coordinates as a boolean array per block."""
+    out = []
+    for i in range(state.n_blocks):
+        m = state.block_ptr[i + 1] - state.block_ptr[i]
+        words = state.block_mask[state.block_mask_ptr[i]:state.block_mask_ptr[i + 1]]
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")[:m]
+        out.append(bits.astype(bool))
+    return out
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in
+                                                                  kw.items()) or "bcfw")
+def test_the_mask_covers_every_nonzero_and_the_atoms(kw):
+    """Steps read only the marked coordinates of a block, so the marks must cover
+    its nonzeros and every atom's coordinates, for every solver variant."""
+    X, Y = _data(n=10, max_length=6, n_states=5)
+    _, oracle = _oracles(X, Y, 5)
+    state = solve(oracle, 0.1, max_passes=6, gap_check_every=3, random_state=0, **kw).state
+    marks = _mask_bits(state)
+    for i, marked in enumerate(marks):
+        b = state.block_values[state.block_ptr[i]:state.block_ptr[i + 1]]
+        assert np.all(marked[b != 0.0]), f"block {i}: a nonzero coordinate is not marked"
+        if state.atoms is not None:
+            used = (state.atoms.psi_matrix(i, b.size) != 0.0).any(axis=0)
+            assert np.all(marked[used]), f"block {i}: an atom's coordinate is not marked"
+    # The marks are what the corners touched, not every coordinate.
+    assert sum(m.sum() for m in marks) < state.block_values.size
+
+
+def test_extra_marks_do_not_change_the_iterates():
+    """A mark on a zero coordinate only costs time: marking everything gives the
+    same iterates bit for bit (what a mask rebuilt on load relies on)."""
+    X, Y = _data(n=10, max_length=6, n_states=5)
+    _, oracle = _oracles(X, Y, 5)
+    runs = []
+    for fill in (False, True):
+        state = SolverState.for_oracle(oracle, 0.1, active_sets=True)
+        if fill:
+            for i, marked in enumerate(_mask_bits(state)):
+                words = state.block_mask[state.block_mask_ptr[i]:state.block_mask_ptr[i + 1]]
+                bits = np.zeros(64 * words.size, dtype=np.uint8)
+                bits[:marked.size] = 1
+                words[:] = np.packbits(bits, bitorder="little").view(np.uint64)
+        runs.append(solve(oracle, 0.1, step="pairwise", max_passes=5, random_state=0,
+                          state=state))
+    np.testing.assert_array_equal(runs[0].w, runs[1].w)
+    np.testing.assert_array_equal(runs[0].state.block_values, runs[1].state.block_values)
+
+
+def test_compact_block_values_are_read_only_to_python(tmp_path):
+    import pickle
+
+    X, Y = _data()
+    _, oracle = _oracles(X, Y)
+    state = solve(oracle, 0.1, max_passes=3, random_state=0).state
+    for s in (state, state.copy(), pickle.loads(pickle.dumps(state))):
+        with pytest.raises(ValueError, match="read-only"):
+            s.block_values[0] = 1.0
+    state.save(tmp_path / "state.npz")
+    loaded = SolverState.load(tmp_path / "state.npz")
+    with pytest.raises(ValueError, match="read-only"):
+        loaded.block_values[0] = 1.0
+    np.testing.assert_array_equal(_mask_bits(loaded)[0],
+                                  state.block_values[:state.block_ptr[1]] != 0.0)
+    state.rescale(0.3)                          # scaling keeps the zeros, hence the marks
+    state.check_compatible(oracle)
+    state.check()
+
+
+def test_a_mask_missing_a_nonzero_is_caught():
+    X, Y = _data()
+    _, oracle = _oracles(X, Y)
+    state = solve(oracle, 0.1, max_passes=3, random_state=0).state
+    state.block_mask[:] = 0
+    with pytest.raises(ValueError, match="block_mask misses"):
+        state.check()
+
+
+def test_sparse_coordinates_with_zeros():
+    """The oracle's sparse coordinate routines on directions with many zeros (a
+    step's case), against the dense expansion."""
+    X, Y = _sparse_tokens()
+    K = int(max(y.max() for y in Y)) + 1
+    _, compact = _oracles(X, Y, K)
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=compact.n_features)
+    for i in range(compact.n_blocks):
+        m = compact.coord_sizes()[i]
+        e = rng.normal(size=m) * (rng.random(m) < 0.2)
+        Ae = compact.coord_expand_py(i, e)
+        assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10, abs=1e-14)
+        assert e @ compact.coord_scores_py(i, w) == pytest.approx(Ae @ w, rel=1e-10,
+                                                                  abs=1e-12)
+        out, out2 = np.zeros(compact.n_features), np.ones(compact.n_features)
+        compact.coord_add_py(i, e, out, out2, -2.0)
+        np.testing.assert_allclose(out, Ae, atol=1e-13)
+        np.testing.assert_allclose(out2, 1.0 - 2.0 * Ae, atol=1e-13)

@@ -31,8 +31,9 @@ from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot, psi_at,
                                atom_scatter)
 from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_move,
-                                block_stats, clear_frame, corner_frame, use_ground_truth)
-from ssvm_core._sampling cimport Sampler, next_block, tree_set
+                                block_stats, clear_frame, corner_frame, mark_coords,
+                                use_ground_truth)
+from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK, block_box_step
 
@@ -421,6 +422,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         i = next_block(smp, t, n)
         blk = &atoms.blocks[i]
         j = cnt.steps + 1                     # this step creates iterate j
+        prefetch_steps(oracle, b, smp, t, n)
 
         # Scores of the stored atoms at w; the cache corner is the best one.
         # (Compact blocks without a cache score after the oracle call, whose
@@ -461,6 +463,9 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                 cnt.replaced += 1
             if b.compact and not opt.cache:           # theta came with the answer
                 _score_atoms(blk, c.theta)
+            for k in range(n_got):          # the atoms' coordinates enter the block's mask
+                if b.compact:
+                    mark_coords(b, i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block
                 if not below_ground_truth(&c[k]):
                     q = atoms._add(i, &c[k], j - 1, oracle.n_features)
@@ -737,7 +742,7 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     for i in range(n):
         lab = np.ascontiguousarray(labellings[i], dtype=np.int32).ravel()
         oracle.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], view.primal.w, c)
-        vs = corner_frame(c, &view.blocks, &s[0])
+        vs = corner_frame(c, &view.blocks, i, &s[0])
         block_move(oracle, &view.blocks, i, -1.0, vs, scale, &view.primal, 0.0)
         view.blocks.ell[i] = c.loss / n
         if atoms is not None:

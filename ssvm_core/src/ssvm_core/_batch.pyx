@@ -559,6 +559,9 @@ cdef class AnswerOracle(MaxOracle):
         self._write(self._ans_ptr[b], w, out)
         return 0
 
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        self.oracle.prefetch(i)
+
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
         return self.oracle.block_coords(i)
 
@@ -566,16 +569,17 @@ cdef class AnswerOracle(MaxOracle):
                           float64_t* theta) except -1 nogil:
         return self.oracle.coord_scores(i, w, theta)
 
-    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
-        return self.oracle.coord_sqnorm(i, e)
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        return self.oracle.coord_sqnorm(i, idx, val, nnz)
 
-    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
-                             float64_t* val) except -1 nogil:
-        return self.oracle.coord_expand(i, e, idx, val)
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        return self.oracle.coord_expand(i, idx, val, nnz, out_idx, out_val)
 
-    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
-                       float64_t c2) except -1 nogil:
-        return self.oracle.coord_add(i, e, out, out2, c2)
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
 
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil:

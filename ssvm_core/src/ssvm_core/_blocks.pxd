@@ -10,13 +10,22 @@
 # s is a dense length-d array; for compact ones it is in block coordinates
 # (the corner's q_i(y)), dots with w read theta = A_i^T w from the oracle
 # answer, norms come from the oracle and moves are expanded into v by it.
+# A compact block is a few nonzeros among its coordinates (a chain word's
+# labels that corners ever gave it), so each block has a bitmask of the
+# coordinates that may be nonzero (Blocks.mask): every coordinate a corner or
+# atom of the block brings into the scratch s is marked there first
+# (corner_frame, mark_coords), and a step reads and writes only the marked
+# ones.  Marks only accumulate, so the mask stays a superset of the block's
+# nonzeros and of the corner s; it is rebuilt from the values and the atoms
+# when a state is loaded (SolverState).
 # The _block_* helpers dispatch on the storage; the _affine_* ones are the
 # dense/sparse kernels.
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from libc.math cimport fabs
+from libc.stdint cimport uint64_t
 
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport dot, dot_gather
+from ssvm_core._vector cimport dot, dot_gather, ssvm_ctz64, ssvm_prefetch
 
 
 cdef struct Blocks:
@@ -27,7 +36,10 @@ cdef struct Blocks:
     float64_t* ell
     float64_t* gap_estimates
     bint compact                # values are block coordinates (see above)
-    float64_t* e                # compact: scratch for one direction (max_coords)
+    uint64_t* mask              # compact: block i's bits at mask[mask_ptr[i]:mask_ptr[i+1]]
+    const intp_t* mask_ptr
+    int32_t* e_idx              # compact: scratch for one sparse direction (max_coords)
+    float64_t* e
     int32_t* ex_idx             # compact: scratch for A_i e (max_expand entries)
     float64_t* ex_val
     int32_t* pos                # compact: n_features entries, -1 between uses
@@ -186,12 +198,76 @@ cdef inline void apply_delta(Primal* p, const int32_t* idx, const float64_t* val
             p.avg_u[g] += avg_coef * val[q]
 
 
-cdef inline const float64_t* corner_frame(const Corner* c, const Blocks* b,
+cdef inline void mark_coords(const Blocks* b, intp_t i, const int32_t* idx,
+                             intp_t nnz) noexcept nogil:
+    """Mark compact block i's coordinates idx as possibly nonzero (see the top)."""
+    cdef uint64_t* words = b.mask + b.mask_ptr[i]
+    cdef intp_t q
+    for q in range(nnz):
+        words[idx[q] >> 6] |= (<uint64_t> 1) << (idx[q] & 63)
+
+
+cdef inline void prefetch_block(const Blocks* b, intp_t i) noexcept nogil:
+    """Ask for the cache lines of compact block i's marked coordinates.
+
+    A compact block's few nonzeros are scattered over its coordinates, so the
+    step's reads of them wait on memory one line at a time; a kernel calls
+    this before the block's oracle call, which then hides the wait.  The
+    mask words are read here: ask for them a step earlier (``prefetch_mask``).
+    """
+    cdef const float64_t* wi
+    cdef const uint64_t* words
+    cdef intp_t q, k, line = -1
+    cdef uint64_t bits
+    if not b.compact:
+        return
+    wi = b.values + b.ptr[i]
+    words = b.mask + b.mask_ptr[i]
+    for q in range(b.mask_ptr[i + 1] - b.mask_ptr[i]):
+        bits = words[q]
+        while bits:
+            k = (q << 6) + ssvm_ctz64(bits)
+            bits &= bits - 1
+            if k >> 3 != line:              # 8 doubles to a 64-byte line
+                line = k >> 3
+                ssvm_prefetch(wi + k, 8)
+
+
+cdef inline void prefetch_mask(const Blocks* b, intp_t i) noexcept nogil:
+    """Ask for the cache lines of compact block i's mask (see ``prefetch_block``)."""
+    if b.compact:
+        ssvm_prefetch(b.mask + b.mask_ptr[i], 8 * (b.mask_ptr[i + 1] - b.mask_ptr[i]))
+
+
+cdef inline intp_t compact_direction(const Blocks* b, intp_t i, float64_t a,
+                                     const float64_t* s, float64_t c) noexcept nogil:
+    """e = a b_i + c s (s NULL: zero) of compact block i on its mask: the nonzero
+    entries, at increasing coordinates, into b.e_idx and b.e; returns how many."""
+    cdef const float64_t* wi = b.values + b.ptr[i]
+    cdef const uint64_t* words = b.mask + b.mask_ptr[i]
+    cdef intp_t q, k, nnz = 0
+    cdef uint64_t bits
+    cdef float64_t ek
+    for q in range(b.mask_ptr[i + 1] - b.mask_ptr[i]):
+        bits = words[q]
+        while bits:
+            k = (q << 6) + ssvm_ctz64(bits)
+            bits &= bits - 1
+            ek = a * wi[k] if s == NULL else a * wi[k] + c * s[k]
+            if ek != 0.0:
+                b.e_idx[nnz] = <int32_t> k
+                b.e[nnz] = ek
+                nnz += 1
+    return nnz
+
+
+cdef inline const float64_t* corner_frame(const Corner* c, const Blocks* b, intp_t i,
                                           float64_t* s) noexcept nogil:
-    """The corner in the block's frame: psi (dense length d) or, for compact
-    blocks, q_i(y) scattered into s (block coordinates)."""
+    """The corner of block i in the block's frame: psi (dense length d) or, for
+    compact blocks, q_i(y) scattered into s (block coordinates, marked)."""
     cdef intp_t k
     if b.compact:
+        mark_coords(b, i, c.coord_idx, c.coord_nnz)
         for k in range(c.coord_nnz):
             s[c.coord_idx[k]] += c.coord_val[k]
         return s
@@ -214,7 +290,8 @@ cdef inline float64_t block_dot(const Blocks* b, intp_t i, const float64_t* w,
     cdef const float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
     if b.compact:
-        return dot(wi, theta, m)
+        m = compact_direction(b, i, 1.0, NULL, 0.0)
+        return dot_gather(theta, b.e_idx, b.e, m)
     return dot_block(wi, block_support(b, i), m, w)
 
 
@@ -224,19 +301,19 @@ cdef inline int block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64
                             float64_t* sqnorm) except -1 nogil:
     """For e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2 (see affine_stats).
 
-    Compact blocks: e is formed in block coordinates, <e, w> = <e, theta>
-    (theta NULL: dot_out is left alone) and ||A_i e||^2 comes from the oracle.
+    Compact blocks: e is formed in block coordinates on the block's mask,
+    <e, w> = <e, theta> (theta NULL: dot_out is left alone) and ||A_i e||^2
+    comes from the oracle.
     """
     cdef float64_t* wi = b.values + b.ptr[i]
-    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
     if not b.compact:
         affine_stats(wi, block_support(b, i), m, a, s, c, w, dot_out, sqnorm)
         return 0
-    for k in range(m):
-        b.e[k] = a * wi[k] + c * s[k]
+    m = compact_direction(b, i, a, s, c)
     if theta != NULL:
-        dot_out[0] = dot(b.e, theta, m)
-    sqnorm[0] = oracle.coord_sqnorm(i, b.e)
+        dot_out[0] = dot_gather(theta, b.e_idx, b.e, m)
+    sqnorm[0] = oracle.coord_sqnorm(i, b.e_idx, b.e, m)
     return 0
 
 
@@ -244,20 +321,21 @@ cdef inline int block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_
                            const float64_t* s, float64_t c, Primal* p,
                            float64_t avg_coef) except -1 nogil:
     """w_i += a w_i + c s, with v, w = clip(v) and the average following (see
-    affine_move).  Compact blocks: the change e of the coordinates is
-    expanded into v by the oracle (only the entries A_i e touches)."""
+    affine_move).  Compact blocks: the change e of the coordinates (on the
+    block's mask) is expanded into v by the oracle (only the entries A_i e
+    touches)."""
     cdef float64_t* wi = b.values + b.ptr[i]
-    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, nnz
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], q, nnz
     if not b.compact:
         affine_move(wi, block_support(b, i), m, a, s, c, p, avg_coef)
         return 0
-    for k in range(m):
-        b.e[k] = a * wi[k] + c * s[k]
-        wi[k] += b.e[k]
+    m = compact_direction(b, i, a, s, c)
+    for q in range(m):
+        wi[b.e_idx[q]] += b.e[q]
     if p.lower == NULL:                  # w is v: one fused pass over A_i e
-        oracle.coord_add(i, b.e, p.v, p.avg_u, avg_coef)
+        oracle.coord_add(i, b.e_idx, b.e, m, p.v, p.avg_u, avg_coef)
         return 0
-    nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
+    nnz = oracle.coord_expand(i, b.e_idx, b.e, m, b.ex_idx, b.ex_val)
     apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
     return 0
 

@@ -23,7 +23,7 @@ from ssvm_core._atoms cimport ActiveSets, BlockAtoms
 from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_dot, block_move,
                                 block_stats, clear_frame, corner_frame, step_size,
                                 use_ground_truth)
-from ssvm_core._sampling cimport Sampler, next_block, tree_set
+from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, block_box_step, box_search
 
@@ -42,11 +42,12 @@ cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
     cdef const float64_t* vs
     for t in range(smp.n_order + smp.n_uniforms):
         i = next_block(smp, t, n)
+        prefetch_steps(oracle, b, smp, t, n)
         oracle.solve(i, p.w, c)
         if below_ground_truth(c):
             use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
-        vs = corner_frame(c, b, s)
+        vs = corner_frame(c, b, i, s)
         block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
@@ -162,7 +163,7 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
             vs, loss = s, 0.0                # s is all zeros between steps
         else:
             oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], p.w, c)
-            vs, loss = corner_frame(c, b, s), c.loss
+            vs, loss = corner_frame(c, b, i, s), c.loss
         block_move(oracle, b, i, -gamma, vs, gamma * scale, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if atoms is not None:

@@ -29,7 +29,7 @@
 from libc.math cimport INFINITY
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
-from ssvm_core._blocks cimport Blocks, Primal, block_support, clip
+from ssvm_core._blocks cimport Blocks, Primal, block_support, clip, compact_direction
 from ssvm_core._oracle cimport MaxOracle
 
 
@@ -174,10 +174,11 @@ cdef inline float64_t block_box_step(MaxOracle oracle, const Blocks* b, intp_t i
                                      float64_t* work, float64_t* gain) except? -1 nogil:
     """``block_box_search`` for any block storage (see ``_blocks.pxd``).
 
-    Compact blocks: e = a b_i + c s is formed in block coordinates, expanded
-    into features by the oracle (``coord_expand``) and its repeated entries
-    summed (``b.pos``, -1 on entry and exit, marks the features seen), so that
-    the search gets unique indices.  ``work`` holds LINE_WORK * n_features doubles.
+    Compact blocks: e = a b_i + c s is formed in block coordinates (on the
+    block's mask, ``compact_direction``), expanded into features by the
+    oracle (``coord_expand``) and its repeated entries summed (``b.pos``, -1
+    on entry and exit, marks the features seen), so that the search gets
+    unique indices.  ``work`` holds LINE_WORK * n_features doubles.
     """
     cdef const float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, q, nnz, u = 0
@@ -185,9 +186,8 @@ cdef inline float64_t block_box_step(MaxOracle oracle, const Blocks* b, intp_t i
     if not b.compact:
         return block_box_search(wi, block_support(b, i), m, a, s, c, p, delta_ell, lam,
                                 gamma_max, work, gain)
-    for k in range(m):
-        b.e[k] = a * wi[k] + c * s[k]
-    nnz = oracle.coord_expand(i, b.e, b.ex_idx, b.ex_val)
+    m = compact_direction(b, i, a, s, c)
+    nnz = oracle.coord_expand(i, b.e_idx, b.e, m, b.ex_idx, b.ex_val)
     for q in range(nnz):                  # in place: entry u <= q is already read
         g = b.ex_idx[q]
         if b.pos[g] < 0:

@@ -45,21 +45,27 @@ cdef class MaxOracle:
     # many were written (the base class writes solve's answer only).
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil
+    # A hint that block i comes next: ask for its data in the cache (the solvers
+    # call it one step ahead of solve; the base class does nothing)
+    cdef void prefetch(self, intp_t i) noexcept nogil
     # Compact blocks: block i's dual vector is kept as coordinates b with
     # v_i = A_i b, A_i a d x block_coords(i) matrix the oracle never forms.
     cdef intp_t block_coords(self, intp_t i) noexcept nogil
     # theta = A_i^T w
     cdef int coord_scores(self, intp_t i, const float64_t* w,
                           float64_t* theta) except -1 nogil
-    # ||A_i e||^2 for dense coordinates e
-    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil
-    # A_i e as COO entries (repeated indices add up); returns how many were written
-    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
-                             float64_t* val) except -1 nogil
+    # The other three take sparse coordinates e: nnz entries at the distinct,
+    # increasing indices idx with values val (a step touches few coordinates).
+    # ||A_i e||^2
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil
+    # A_i e as COO entries out_idx/out_val (repeated indices add up); returns how
+    # many were written (at most max_expand)
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil
     # out += A_i e and, when out2 is not NULL, out2 += c2 A_i e (dense d-vectors)
-    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
-                       float64_t c2) except -1 nogil
-
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil
 
 cdef class CornerBuffer:
     # Owns the memory behind one Corner, sized for a given oracle.

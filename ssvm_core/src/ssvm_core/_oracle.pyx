@@ -32,7 +32,10 @@ cdef class MaxOracle:
     and implements ``block_coords``, ``coord_scores``, ``coord_sqnorm`` and
     ``coord_expand``, and fills a corner's ``coord_*`` and ``theta`` buffers
     when they are set.  The solvers then store each block's dual vector as
-    its ``block_coords(i)`` coordinates instead of a d-vector.
+    its ``block_coords(i)`` coordinates instead of a d-vector.  ``coord_sqnorm``,
+    ``coord_expand`` and ``coord_add`` take sparse coordinates (distinct,
+    increasing indices): a step changes only the coordinates its corner and
+    the block touch, and costs that many, not ``block_coords(i)``.
 
     ``coord_add`` is the fused form of ``coord_expand`` that the solvers use
     without a box.
@@ -68,6 +71,12 @@ cdef class MaxOracle:
         self.solve(i, w, &outs[0])
         return 1
 
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        """Block i comes next: oracles whose per-block data is large ask for it
+        here (``ssvm_core._vector.ssvm_prefetch``) so that ``solve`` does not wait
+        on memory.  A hint only: results never depend on it."""
+        pass
+
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
         return 0
 
@@ -76,17 +85,18 @@ cdef class MaxOracle:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
 
-    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
 
-    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
-                             float64_t* val) except -1 nogil:
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
 
-    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
-                       float64_t c2) except -1 nogil:
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
 
@@ -114,34 +124,42 @@ cdef class MaxOracle:
         return theta[:self.block_coords(i)]
 
     def coord_sqnorm_py(self, i, e):
-        """Python twin of ``coord_sqnorm``: ||A_i e||^2."""
+        """Python twin of ``coord_sqnorm``: ||A_i e||^2 (``e`` dense)."""
         i = self._check_compact(i)
-        cdef const float64_t[::1] ev = self._coords_of(i, e)
-        return self.coord_sqnorm(i, &ev[0])
+        idx, val = self._sparse_coords(i, e)
+        cdef const int32_t[::1] iv = idx
+        cdef const float64_t[::1] vv = val
+        return self.coord_sqnorm(i, &iv[0], &vv[0], idx.shape[0] - 1)
 
     def coord_expand_py(self, i, e):
-        """Python twin of ``coord_expand``: A_i e as a dense d-vector."""
+        """Python twin of ``coord_expand``: A_i e as a dense d-vector (``e`` dense)."""
         i = self._check_compact(i)
-        cdef const float64_t[::1] ev = self._coords_of(i, e)
-        idx = np.zeros(max(self.max_expand, 1), dtype=np.int32)
-        val = np.zeros(max(self.max_expand, 1))
-        cdef int32_t[::1] iv = idx
-        cdef float64_t[::1] vv = val
-        cdef intp_t nnz = self.coord_expand(i, &ev[0], &iv[0], &vv[0])
+        idx, val = self._sparse_coords(i, e)
+        cdef const int32_t[::1] iv = idx
+        cdef const float64_t[::1] vv = val
+        out_idx = np.zeros(max(self.max_expand, 1), dtype=np.int32)
+        out_val = np.zeros(max(self.max_expand, 1))
+        cdef int32_t[::1] oi = out_idx
+        cdef float64_t[::1] ov = out_val
+        cdef intp_t nnz = self.coord_expand(i, &iv[0], &vv[0], idx.shape[0] - 1, &oi[0],
+                                            &ov[0])
         out = np.zeros(self.n_features)
-        np.add.at(out, idx[:nnz], val[:nnz])
+        np.add.at(out, out_idx[:nnz], out_val[:nnz])
         return out
 
     def coord_add_py(self, i, e, out, out2=None, c2=0.0):
         """Python twin of ``coord_add``: ``out += A_i e`` (and ``out2 += c2 A_i e``)
-        in place; both must be float64 C-contiguous d-vectors."""
+        in place, ``e`` dense; both must be float64 C-contiguous d-vectors."""
         i = self._check_compact(i)
-        cdef const float64_t[::1] ev = self._coords_of(i, e)
+        idx, val = self._sparse_coords(i, e)
+        cdef const int32_t[::1] iv = idx
+        cdef const float64_t[::1] vv = val
         cdef float64_t[::1] o1 = out
         cdef float64_t[::1] o2 = out2 if out2 is not None else None
         if o1.shape[0] != self.n_features or (o2 is not None and o2.shape[0] != self.n_features):
             raise ValueError(f"out and out2 must have {self.n_features} entries")
-        self.coord_add(i, &ev[0], &o1[0], NULL if o2 is None else &o2[0], c2)
+        self.coord_add(i, &iv[0], &vv[0], idx.shape[0] - 1, &o1[0],
+                       NULL if o2 is None else &o2[0], c2)
 
     def solve_coords_py(self, i, w):
         """``solve`` with the compact buffers: ``(labels, psi, q, theta, loss, score)``,
@@ -171,12 +189,17 @@ cdef class MaxOracle:
             raise ValueError(f"{type(self).__name__} has no compact blocks")
         return i
 
-    def _coords_of(self, intp_t i, e):
-        arr = np.ascontiguousarray(e, dtype=np.float64)
+    def _sparse_coords(self, intp_t i, e):
+        """Dense coordinates ``e`` of block i as the protocol's sparse form: the
+        increasing indices of its nonzeros and their values, each with one
+        padding entry at the end (so that &x[0] exists when e is all zeros)."""
+        arr = np.asarray(e, dtype=np.float64)
         if arr.shape != (self.block_coords(i),):
             raise ValueError(f"coordinates of block {i} must have shape "
                              f"({self.block_coords(i)},), got {arr.shape}")
-        return arr if arr.shape[0] else np.zeros(1)
+        idx = np.flatnonzero(arr)
+        return (np.append(idx, 0).astype(np.int32),
+                np.append(arr[idx], 0.0))
 
     def solve_many_py(self, i, w, k):
         """Python twin of ``solve_many``: a list of ``(labels, psi, loss, score)``."""

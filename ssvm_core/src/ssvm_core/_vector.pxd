@@ -5,10 +5,35 @@
 # partial accumulators: the latency of the additions, not the multiplies, bounds
 # a loop with a single sum.
 from cython cimport floating
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+
+
+# Bit and cache helpers (compiler intrinsics).
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static inline int ssvm_ctz64(unsigned long long x) {
+        unsigned long r; _BitScanForward64(&r, x); return (int) r;
+    }
+    #define SSVM_PREFETCH(c) _mm_prefetch((const char*) (c), 3)
+    #else
+    static inline int ssvm_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    #define SSVM_PREFETCH(c) __builtin_prefetch(c)
+    #endif
+    /* Ask for nbytes from p in cache lines of 64 bytes, without waiting for them. */
+    static inline void ssvm_prefetch(const void* p, Py_ssize_t nbytes) {
+        const char* c = (const char*) p;
+        for (Py_ssize_t k = 0; k < nbytes; k += 64) SSVM_PREFETCH(c + k);
+    }
+    """
+    # Index of the lowest set bit of a nonzero word.
+    int ssvm_ctz64(uint64_t x) noexcept nogil
+    # A hint to bring nbytes from p into the cache (no effect on results).
+    void ssvm_prefetch(const void* p, intp_t nbytes) noexcept nogil
 
 
 # ---------------------------------------------------------------------------

@@ -3,6 +3,8 @@ and the sum tree of gap sampling (Osokin et al. (2016), Alg. 2) it builds."""
 
 import numpy as np
 
+from libc.stdint cimport uint8_t, uint64_t
+
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport MaxOracle
 from ssvm_core._sampling cimport tree_draw
@@ -17,8 +19,11 @@ cdef class StateView:
     """C pointers into a ``SolverState`` (and a pass's block order) for a kernel.
 
     The memoryviews keep the arrays alive; a kernel writes through the
-    pointers and the Python side sees the changes in place.  A state with
-    compact blocks needs its ``oracle``, which sizes the step scratch.
+    pointers and the Python side sees the changes in place (a compact state's
+    ``block_values`` too, which are read-only to Python because the kernels
+    keep their mask of possibly nonzero coordinates, ``block_mask``, in step
+    with them).  A state with compact blocks needs its ``oracle``, which
+    sizes the step scratch.
     """
 
     def __cinit__(self, state, order=None, gap_uniforms=None, MaxOracle oracle=None):
@@ -27,12 +32,15 @@ cdef class StateView:
         self._support = state.block_support
         self._ell = state.block_ell
         self._gaps = state.block_gap_estimates
-        self.blocks.values = &self._values[0] if self._values.shape[0] else NULL
+        self.blocks.values = <float64_t*> &self._values[0] if self._values.shape[0] else NULL
         self.blocks.ptr = &self._ptr[0]
         self.blocks.support = NULL if self._support.shape[0] == 0 else &self._support[0]
         self.blocks.ell = &self._ell[0]
         self.blocks.gap_estimates = &self._gaps[0]
         self.blocks.compact = state.compact_blocks
+        self.blocks.mask = NULL
+        self.blocks.mask_ptr = NULL
+        self.blocks.e_idx = NULL
         self.blocks.e = NULL
         self.blocks.ex_idx = NULL
         self.blocks.ex_val = NULL
@@ -41,9 +49,15 @@ cdef class StateView:
             if oracle is None or oracle.max_coords <= 0:
                 raise ValueError("a state with compact blocks needs an oracle that offers "
                                  "them (MaxOracle.max_coords > 0)")
+            self._mask = state.block_mask
+            self._mask_ptr = state.block_mask_ptr
+            self.blocks.mask = &self._mask[0]
+            self.blocks.mask_ptr = &self._mask_ptr[0]
+            self._e_idx = np.zeros(oracle.max_coords, dtype=np.int32)
             self._e = np.zeros(oracle.max_coords)
             self._ex_idx = np.zeros(max(oracle.max_expand, 1), dtype=np.int32)
             self._ex_val = np.zeros(max(oracle.max_expand, 1))
+            self.blocks.e_idx = &self._e_idx[0]
             self.blocks.e = &self._e[0]
             self.blocks.ex_idx = &self._ex_idx[0]
             self.blocks.ex_val = &self._ex_val[0]
@@ -127,15 +141,48 @@ def compact_inner(MaxOracle oracle, const float64_t[::1] values, const intp_t[::
 
 def compact_total(MaxOracle oracle, const float64_t[::1] values, const intp_t[::1] ptr):
     """sum_i A_i b_i of the compact blocks, a dense d-vector."""
-    cdef intp_t n = ptr.shape[0] - 1, i, k, nnz
+    cdef intp_t n = ptr.shape[0] - 1, i, k, nnz, m
     out = np.zeros(oracle.n_features)
     cdef float64_t[::1] o = out
     cdef int32_t[::1] idx = np.zeros(max(oracle.max_expand, 1), dtype=np.int32)
     cdef float64_t[::1] val = np.zeros(max(oracle.max_expand, 1))
+    cdef int32_t[::1] b_idx = np.zeros(max(oracle.max_coords, 1), dtype=np.int32)
+    cdef float64_t[::1] b_val = np.zeros(max(oracle.max_coords, 1))
     for i in range(n):
-        if ptr[i + 1] == ptr[i]:
+        m = 0
+        for k in range(ptr[i + 1] - ptr[i]):
+            if values[ptr[i] + k] != 0.0:
+                b_idx[m] = <int32_t> k
+                b_val[m] = values[ptr[i] + k]
+                m += 1
+        if m == 0:
             continue
-        nnz = oracle.coord_expand(i, &values[ptr[i]], &idx[0], &val[0])
+        nnz = oracle.coord_expand(i, &b_idx[0], &b_val[0], m, &idx[0], &val[0])
         for k in range(nnz):
             o[idx[k]] += val[k]
     return out
+
+
+def coord_masks(const float64_t[::1] values, const intp_t[::1] ptr, atoms=None):
+    """The mask of compact blocks (see ``_blocks.pxd``) rebuilt from the values and,
+    with active sets, the coordinates of every stored atom: ``(mask, mask_ptr)``,
+    block i's bits in ``mask[mask_ptr[i]:mask_ptr[i + 1]]`` (uint64 words)."""
+    cdef intp_t n = ptr.shape[0] - 1, i, k, m
+    sizes = np.diff(np.asarray(ptr))
+    mask_ptr = np.zeros(n + 1, dtype=np.intp)
+    np.cumsum((sizes + 63) // 64, out=mask_ptr[1:])
+    mask = np.zeros(max(int(mask_ptr[n]), 1), dtype=np.uint64)
+    cdef uint64_t[::1] mv = mask
+    cdef const intp_t[::1] mp = mask_ptr
+    cdef const uint8_t[::1] used
+    for i in range(n):
+        m = ptr[i + 1] - ptr[i]
+        if atoms is not None and m:
+            used = np.ascontiguousarray(
+                (np.asarray(atoms.psi_matrix(i, m)) != 0.0).any(axis=0), dtype=np.uint8)
+        else:
+            used = None
+        for k in range(m):
+            if values[ptr[i] + k] != 0.0 or (used is not None and used[k]):
+                mv[mp[i] + (k >> 6)] |= (<uint64_t> 1) << (k & 63)
+    return mask, mask_ptr

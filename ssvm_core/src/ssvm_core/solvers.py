@@ -322,7 +322,7 @@ def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, 
             raise ValueError("away/pairwise steps and caching need the active sets, which "
                              "this state (from plain BCFW or batch FW) does not have; "
                              "start from a fresh state")
-        state.atoms = ActiveSets(state.n_blocks, cache_size, psi_float32)
+        state.atoms = ActiveSets(state.n_blocks, cache_size, psi_float32, state.compact_blocks)
     if state.lam != lam:
         state.rescale(lam)
     if averaging != state.averaging:

@@ -13,7 +13,7 @@ import numpy as np
 from ssvm_core import _active
 from ssvm_core._atoms import ActiveSets
 from ssvm_core._oracle import MaxOracle, PythonOracle
-from ssvm_core._view import compact_inner, compact_total
+from ssvm_core._view import compact_inner, compact_total, coord_masks
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
 from ssvm_core.oracles import as_oracle
@@ -44,7 +44,10 @@ class SolverState(PassCounters):
     coordinates b_i with w_i = A_i b_i in the oracle's block basis.  A compact
     state needs its oracle (``for_oracle`` or ``check_compatible``) for what
     involves the features: ``block_vector``, ``block_inner`` and the check
-    v = sum_i w_i.
+    v = sum_i w_i.  A compact state's ``block_values`` are read-only to Python:
+    the kernels keep them in step with ``block_mask``, the coordinates of each
+    block that may be nonzero, so that a step costs the block's nonzeros, not
+    its size (see ``_blocks.pxd``).
 
     Parameters
     ----------
@@ -81,6 +84,11 @@ class SolverState(PassCounters):
         The box bounds (empty without a box).
     atoms : ActiveSets or None
         Per-block labellings, psi, losses and alpha (active sets and cache).
+    block_mask, block_mask_ptr : ndarray
+        Compact blocks: block i's bitmask (uint64 words
+        ``block_mask[block_mask_ptr[i]:block_mask_ptr[i+1]]``) of the coordinates
+        that may be nonzero, a superset of its nonzeros and of its atoms'
+        coordinates; derived, rebuilt on ``load``.  Empty for other storages.
     ell : float
         sum_i ell_i; the dual value is ``ell - lam/2 ||w||^2``.
     block_gap_estimates : ndarray (n_blocks,)
@@ -154,6 +162,7 @@ class SolverState(PassCounters):
             self.w = np.clip(self.v, self.lower, self.upper)
         self.atoms = (ActiveSets(self.n_blocks, cache_size, psi_float32, self.compact_blocks)
                       if active_sets else None)
+        self._index_blocks()
         self.ell = 0.0
         self.averaging = bool(averaging)
         self.avg_u = np.zeros(n_features if averaging else 0)
@@ -198,6 +207,22 @@ class SolverState(PassCounters):
             raise ValueError("this state keeps compact blocks: bind it to its oracle first "
                              "(SolverState.check_compatible(oracle))")
         return self._compatible_oracle
+
+    def _index_blocks(self) -> None:
+        """Build ``block_mask`` from the values and atoms (compact blocks) and seal."""
+        if self.compact_blocks:
+            self.block_mask, self.block_mask_ptr = coord_masks(self.block_values,
+                                                               self.block_ptr, self.atoms)
+        else:
+            self.block_mask = np.zeros(0, dtype=np.uint64)
+            self.block_mask_ptr = np.zeros(0, dtype=np.intp)
+        self._seal_blocks()
+
+    def _seal_blocks(self) -> None:
+        """A compact state's ``block_values`` are read-only to Python: a write there
+        would miss ``block_mask``."""
+        if self.compact_blocks:
+            self.block_values.flags.writeable = False
 
     @property
     def has_box(self) -> bool:
@@ -255,7 +280,8 @@ class SolverState(PassCounters):
         self.v *= factor
         if self.has_box:
             self.w[:] = np.clip(self.v, self.lower, self.upper)
-        self.block_values *= factor
+        self.block_values = self.block_values * factor     # the same zeros: the mask holds
+        self._seal_blocks()
         self.restart(lam)
 
     def shrink_duals(self, lam: float) -> float:
@@ -466,6 +492,8 @@ class SolverState(PassCounters):
             raise ValueError("; ".join(problems))
         if not self.compact_blocks or self._compatible_oracle is not None:
             self._check_block_sum(atol)
+        if self.compact_blocks and not self._mask_covers_values():
+            raise ValueError("block_mask misses nonzero block coordinates")
         if not np.array_equal(self.w, self.project(self.v)):
             raise ValueError("w is not the projection of v onto the box")
         if abs(self.ell - float(np.sum(self.block_ell))) > atol * max(
@@ -481,6 +509,15 @@ class SolverState(PassCounters):
                 self.check_atoms(max(atol, 1e-8))
             except AssertionError as err:
                 raise ValueError(f"active sets: {err}") from None
+
+    def _mask_covers_values(self) -> bool:
+        """Every nonzero coordinate of a compact block has its bit in ``block_mask``."""
+        sizes = np.diff(self.block_ptr)
+        owner = np.repeat(np.arange(self.n_blocks), sizes)
+        k = np.arange(self.block_values.shape[0]) - np.repeat(self.block_ptr[:-1], sizes)
+        nz = self.block_values != 0.0
+        words = self.block_mask[self.block_mask_ptr[owner[nz]] + (k[nz] >> 6)]
+        return bool(np.all((words >> (k[nz] & 63).astype(np.uint64)) & np.uint64(1)))
 
     def _check_block_sum(self, atol: float) -> None:
         """v = sum_i v_i to ``atol`` relative to the size of the terms."""
@@ -553,6 +590,7 @@ class SolverState(PassCounters):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _compatible_oracle=None)
+        self._seal_blocks()
 
     def copy(self) -> SolverState:
         new = SolverState.__new__(SolverState)
@@ -562,6 +600,7 @@ class SolverState(PassCounters):
             new.w = new.v
         new.rng_state = json.loads(json.dumps(self.rng_state))
         new._fingerprint = json.loads(json.dumps(self.fingerprint))
+        new._seal_blocks()
         return new
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
@@ -674,6 +713,7 @@ class SolverState(PassCounters):
             if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= bound):
                 raise ValueError(f"active-set psi indices outside [0, {bound})")
             state.atoms = ActiveSets.from_arrays(atoms)
+        state._index_blocks()
         state.check()
         if not state.has_box:
             state.w = state.v                  # one array, as in a state built in memory

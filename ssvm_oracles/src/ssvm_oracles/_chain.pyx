@@ -42,7 +42,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport checked_malloc, dot, dot_gather
+from ssvm_core._vector cimport checked_malloc, dot_gather, ssvm_prefetch
 
 
 cdef extern from "_maxsum.h" nogil:
@@ -51,12 +51,6 @@ cdef extern from "_maxsum.h" nogil:
     void ssvm_axpy(float64_t alpha, const float64_t* x, float64_t* y, intp_t K)
     intp_t ssvm_maxsum_argmax(const float64_t* prev, const float64_t* trans, intp_t b,
                               intp_t K)
-
-
-# coord_add updates only the nonzero labels of a token when there are at most
-# this many (and at most half of K); else a dense K-vector axpy is faster.
-cdef enum:
-    _SPARSE_LABELS = 8
 
 
 cdef struct _Layout:
@@ -260,14 +254,12 @@ cdef void _write_theta(const _Layout* L, const float64_t* u, const float64_t* w,
         memcpy(theta + T * L.K, w + L.off_trans, L.K * L.K * sizeof(float64_t))
 
 
-cdef inline void _add_unary_extras(const _Layout* L, intp_t t, intp_t T, const float64_t* et,
-                                   float64_t a, float64_t* out) noexcept nogil:
-    """The bias, start and end entries of token t's columns: out += a (their share)."""
-    ssvm_axpy(a, et, out + L.off_bias, L.K)
-    if t == 0:
-        ssvm_axpy(a, et, out + L.off_start, L.K)
-    if t == T - 1:
-        ssvm_axpy(a, et, out + L.off_end, L.K)
+cdef inline intp_t _token_of(intp_t c, intp_t K, intp_t t) noexcept nogil:
+    """The token of token-label coordinate c = t' K + k, searching up from token t
+    (t <= t'): sparse coordinates come in increasing order, so a sweep stays O(T + nnz)."""
+    while c >= (t + 1) * K:
+        t += 1
+    return t
 
 
 def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
@@ -381,50 +373,40 @@ cdef class ChainOracle(MaxOracle):
             token_nnz = np.diff(np.asarray(self.tok_ptr)[np.asarray(self.seq_ptr)])
             self.max_expand = int(np.max((token_nnz + lengths + 2) * K)) + K * K
 
-    cdef int coord_add(self, intp_t i, const float64_t* e, float64_t* out, float64_t* out2,
-                       float64_t c2) except -1 nogil:
-        """out += A_i e (and out2 += c2 A_i e), token by token: a K-vector axpy into
-        the emission row of each of its features, as ``_unaries`` reads them, or,
-        when few of the token's K coordinates are nonzero (a block's mass sits on
-        few labels per token), only those entries of each row."""
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        """out += A_i e (and out2 += c2 A_i e) in one sweep over e's entries: a
+        token-label entry (t, k) adds to state k's emission row of each of token
+        t's features, as ``_unaries`` reads them, and to bias (start, end)."""
         cdef _Tokens x = self._tokens(i)
-        cdef intp_t T = x.T, K = self.L.K, t, p, q, nz
-        cdef const float64_t* et
-        cdef float64_t* row
-        cdef int32_t labels[_SPARSE_LABELS]
-        for t in range(T):
-            et = e + t * K
-            nz = 0
-            for q in range(K):
-                if et[q] != 0.0:
-                    if nz == _SPARSE_LABELS:
-                        nz += 1
-                        break
-                    labels[nz] = <int32_t> q
-                    nz += 1
-            if nz == 0:
+        cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, t = 0, j, k, p, g
+        cdef float64_t a
+        for j in range(nnz):
+            a = val[j]
+            if idx[j] >= TK:                    # a transition: its own entry of w
+                g = self.L.off_trans + idx[j] - TK
+                out[g] += a
+                if out2 != NULL:
+                    out2[g] += c2 * a
                 continue
-            if nz <= _SPARSE_LABELS and 2 * nz <= K:
-                for p in range(x.ptr[t], x.ptr[t + 1]):
-                    row = out + x.idx[p] * K
-                    for q in range(nz):
-                        row[labels[q]] += x.val[p] * et[labels[q]]
-                    if out2 != NULL:
-                        row = out2 + x.idx[p] * K
-                        for q in range(nz):
-                            row[labels[q]] += c2 * x.val[p] * et[labels[q]]
-            else:
-                for p in range(x.ptr[t], x.ptr[t + 1]):
-                    ssvm_axpy(x.val[p], et, out + x.idx[p] * K, K)
-                    if out2 != NULL:
-                        ssvm_axpy(c2 * x.val[p], et, out2 + x.idx[p] * K, K)
-            _add_unary_extras(&self.L, t, T, et, 1.0, out)
+            t = _token_of(idx[j], K, t)
+            k = idx[j] - t * K
+            for p in range(x.ptr[t], x.ptr[t + 1]):
+                g = x.idx[p] * K + k
+                out[g] += x.val[p] * a
+                if out2 != NULL:
+                    out2[g] += c2 * x.val[p] * a
+            out[self.L.off_bias + k] += a
             if out2 != NULL:
-                _add_unary_extras(&self.L, t, T, et, c2, out2)
-        if T >= 2:
-            ssvm_axpy(1.0, e + T * K, out + self.L.off_trans, K * K)
-            if out2 != NULL:
-                ssvm_axpy(c2, e + T * K, out2 + self.L.off_trans, K * K)
+                out2[self.L.off_bias + k] += c2 * a
+            if t == 0:
+                out[self.L.off_start + k] += a
+                if out2 != NULL:
+                    out2[self.L.off_start + k] += c2 * a
+            if t == T - 1:
+                out[self.L.off_end + k] += a
+                if out2 != NULL:
+                    out2[self.L.off_end + k] += c2 * a
         return 0
 
     def __reduce__(self):
@@ -432,6 +414,17 @@ cdef class ChainOracle(MaxOracle):
                               np.asarray(self.feat_idx), np.asarray(self.feat_val),
                               np.asarray(self.seq_ptr), np.asarray(self.labels),
                               self.sparse_blocks, self.max_coords > 0))
+
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        """The sequence's token rows and labels, and its Gram with compact blocks."""
+        cdef intp_t t0 = self.seq_ptr[i], T = self.seq_ptr[i + 1] - t0
+        cdef intp_t p0 = self.tok_ptr[t0], p1 = self.tok_ptr[t0 + T]
+        ssvm_prefetch(&self.tok_ptr[t0], (T + 1) * sizeof(intp_t))
+        ssvm_prefetch(&self.feat_idx[p0], (p1 - p0) * sizeof(int32_t))
+        ssvm_prefetch(&self.feat_val[p0], (p1 - p0) * sizeof(float64_t))
+        ssvm_prefetch(&self.labels[t0], T * sizeof(int32_t))
+        if self.max_coords > 0:
+            ssvm_prefetch(&self._grams[self._gram_ptr[i]], T * T * sizeof(float64_t))
 
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
         cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i]
@@ -448,52 +441,68 @@ cdef class ChainOracle(MaxOracle):
                    self.L.K * self.L.K * sizeof(float64_t))
         return 0
 
-    cdef float64_t coord_sqnorm(self, intp_t i, const float64_t* e) except? -1 nogil:
-        """sum_k e[., k]^T G e[., k] + ||e_trans||^2, in O(T^2 K + K^2)."""
-        cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i], K = self.L.K, t, s
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        """sum over token-label entries (t, k), (s, k) of one state of
+        G[t, s] e[t, k] e[s, k], plus the transitions' squares: O(n_tok^2) for
+        the n_tok token-label entries."""
+        cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i], K = self.L.K, TK = T * K
+        cdef intp_t j, j2, t = 0, n_tok = 0
         cdef const float64_t* G = &self._grams[self._gram_ptr[i]]
-        cdef float64_t total = 0.0, cross = 0.0
-        for t in range(T):
-            total += G[t * T + t] * dot(e + t * K, e + t * K, K)
-            for s in range(t + 1, T):
-                cross += G[t * T + s] * dot(e + t * K, e + s * K, K)
+        cdef const float64_t* Gt
+        cdef float64_t total = 0.0, cross = 0.0, row
+        cdef intp_t* tk                         # token of entry j at 2 j, state at 2 j + 1
+        while n_tok < nnz and idx[n_tok] < TK:
+            n_tok += 1
+        tk = <intp_t*> checked_malloc(max(2 * n_tok, 1) * sizeof(intp_t), "Gram norm workspace")
+        for j in range(n_tok):
+            t = _token_of(idx[j], K, t)
+            tk[2 * j] = t
+            tk[2 * j + 1] = idx[j] - t * K
+        for j in range(n_tok):
+            Gt = G + tk[2 * j] * T
+            total += Gt[tk[2 * j]] * val[j] * val[j]
+            row = 0.0
+            for j2 in range(j + 1, n_tok):      # the same state at a later token
+                if tk[2 * j2 + 1] == tk[2 * j + 1]:
+                    row += Gt[tk[2 * j2]] * val[j2]
+            cross += row * val[j]
+        free(tk)
         total += 2.0 * cross
-        if T >= 2:
-            total += dot(e + T * K, e + T * K, K * K)
+        for j in range(n_tok, nnz):
+            total += val[j] * val[j]
         return total
 
-    cdef intp_t coord_expand(self, intp_t i, const float64_t* e, int32_t* idx,
-                             float64_t* val) except -1 nogil:
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
         cdef _Tokens x = self._tokens(i)
-        cdef intp_t T = x.T, K = self.L.K, t, k, p, nnz = 0
+        cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, t = 0, j, k, p, m = 0
         cdef float64_t a
-        for t in range(T):
-            for k in range(K):
-                a = e[t * K + k]
-                if a == 0.0:
-                    continue
-                for p in range(x.ptr[t], x.ptr[t + 1]):
-                    idx[nnz] = <int32_t> (x.idx[p] * K + k)
-                    val[nnz] = a * x.val[p]
-                    nnz += 1
-                idx[nnz] = <int32_t> (self.L.off_bias + k)
-                val[nnz] = a
-                nnz += 1
-                if t == 0:
-                    idx[nnz] = <int32_t> (self.L.off_start + k)
-                    val[nnz] = a
-                    nnz += 1
-                if t == T - 1:
-                    idx[nnz] = <int32_t> (self.L.off_end + k)
-                    val[nnz] = a
-                    nnz += 1
-        if T >= 2:
-            for k in range(K * K):
-                if e[T * K + k] != 0.0:
-                    idx[nnz] = <int32_t> (self.L.off_trans + k)
-                    val[nnz] = e[T * K + k]
-                    nnz += 1
-        return nnz
+        for j in range(nnz):
+            a = val[j]
+            if idx[j] >= TK:
+                out_idx[m] = <int32_t> (self.L.off_trans + idx[j] - TK)
+                out_val[m] = a
+                m += 1
+                continue
+            t = _token_of(idx[j], K, t)
+            k = idx[j] - t * K
+            for p in range(x.ptr[t], x.ptr[t + 1]):
+                out_idx[m] = <int32_t> (x.idx[p] * K + k)
+                out_val[m] = a * x.val[p]
+                m += 1
+            out_idx[m] = <int32_t> (self.L.off_bias + k)
+            out_val[m] = a
+            m += 1
+            if t == 0:
+                out_idx[m] = <int32_t> (self.L.off_start + k)
+                out_val[m] = a
+                m += 1
+            if t == T - 1:
+                out_idx[m] = <int32_t> (self.L.off_end + k)
+                out_val[m] = a
+                m += 1
+        return m
 
     def block_support(self, i):
         """Sorted feature indices psi_i(y) can touch for any y (None: dense blocks).

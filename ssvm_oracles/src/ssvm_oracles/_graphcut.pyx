@@ -29,24 +29,11 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport checked_malloc, dot_gather
+from ssvm_core._vector cimport checked_malloc, dot_gather, ssvm_prefetch
 from ssvm_oracles._labels cimport check_labelling
 from ssvm_oracles._maxflow cimport min_cut_arcs
 
 from ssvm_oracles._maxflow import arc_lists
-
-
-cdef extern from *:
-    """
-    /* Ask for nbytes from p in cache lines of 64 bytes, without waiting for them. */
-    static inline void ssvm_prefetch(const void* p, Py_ssize_t nbytes) {
-    #if defined(__GNUC__)
-        const char* c = (const char*) p;
-        for (Py_ssize_t k = 0; k < nbytes; k += 64) __builtin_prefetch(c + k);
-    #endif
-    }
-    """
-    void ssvm_prefetch(const void* p, intp_t nbytes) nogil
 
 
 cdef void _unary_scores(const float64_t* w, const intp_t* row_ptr, const int32_t* col,
