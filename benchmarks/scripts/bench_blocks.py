@@ -4,13 +4,16 @@
 For each block storage (``ChainModel(sparse_blocks=..., compact_blocks=...)``)
 a fresh process binds the data, runs ``--warmup`` passes of the chosen step
 and then alternates, ``--repeat`` times, one timed pass of steps and one
-timed oracle pass (``score_pass`` at the current w: n oracle calls and
-nothing else).  Alternating puts both under the same machine load; the
-report gives the median of the per-pair ratios pass / oracle pass, which
-is the quantity of the ssvm issue on compact blocks (target <= 1.6 on
-OCR-large), with the median times.  Memory: bytes of the block storage
-(values and supports), of the state file written by ``SolverState.save``,
-and the process's peak RSS.
+timed oracle pass (``score_pass`` at the current w: n oracle calls in
+block order and nothing else).  Alternating puts both under the same
+machine load; the report gives the median of the per-pair ratios pass /
+oracle pass, which is the quantity of the ssvm issue on compact blocks
+(target <= 1.6 on OCR-large), with the median times.  It also times n
+oracle calls in a random order (``_batch.max_scores`` over a permutation):
+a pass must visit the blocks at random, and the ratio to that pass ("pass /
+shuffled") is what the steps add to the oracle calls the pass makes.
+Memory: bytes of the block storage (values and supports), of the state file
+written by ``SolverState.save``, and the process's peak RSS.
 
 Usage (from the repository root)::
 
@@ -78,7 +81,7 @@ def load(name: str, words: int = 2000):
 
 def measure(args) -> dict:
     """The numbers of one storage, in this process."""
-    from ssvm_core import SolverState, _active, _fw
+    from ssvm_core import SolverState, _active, _batch, _fw
     from ssvm_core.parallel import score_pass
 
     X, Y, K = load(args.data, args.words)
@@ -108,12 +111,16 @@ def measure(args) -> dict:
 
     for _ in range(args.warmup):
         one_pass()
-    pairs = []
+    pairs, shuffled = [], []
     for _ in range(args.repeat):
         step_s = one_pass()
         begin = time.perf_counter()
         score_pass(oracle, state.w, None, 1)
         pairs.append((step_s, time.perf_counter() - begin))
+        blocks = rng.permutation(n).astype(np.intp)
+        begin = time.perf_counter()
+        _batch.max_scores(oracle, state.w, blocks)
+        shuffled.append(time.perf_counter() - begin)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "state.npz")
         state.save(path)
@@ -123,6 +130,8 @@ def measure(args) -> dict:
             "pass_s": statistics.median(p for p, _ in pairs),
             "oracle_pass_s": statistics.median(o for _, o in pairs),
             "ratio": statistics.median(p / o for p, o in pairs),
+            "shuffled_oracle_pass_s": statistics.median(shuffled),
+            "ratio_shuffled": statistics.median(p / o for (p, _), o in zip(pairs, shuffled)),
             "block_storage": state.block_storage, "block_bytes": block_bytes(state),
             "state_file_bytes": int(file_bytes), "peak_rss_bytes": peak_rss_bytes()}
 
@@ -144,6 +153,7 @@ def main(argv=None) -> dict:
         rows.append(row)
         print(f"{storage:8s} pass {row['pass_s'] * 1e3:8.1f} ms  oracle pass "
               f"{row['oracle_pass_s'] * 1e3:7.1f} ms  pass/oracle {row['ratio']:5.2f}  "
+              f"pass/shuffled {row['ratio_shuffled']:5.2f}  "
               f"blocks {row['block_bytes'] / 1e6:8.1f} MB  state file "
               f"{row['state_file_bytes'] / 1e6:8.1f} MB  peak RSS "
               f"{row['peak_rss_bytes'] / 1e6:7.0f} MB")
