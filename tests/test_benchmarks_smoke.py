@@ -320,6 +320,29 @@ def test_bench_box_script(capsys):
     printed = capsys.readouterr().out
     assert printed.startswith("$ bench_box.py --n 4") and "pairwise" in printed
     assert script.main([*argv, "--json"]) == 0
-    gaps = json.loads(capsys.readouterr().out)
-    assert set(gaps) == {"fw", "pairwise"}
-    assert all(len(g) == 2 and min(g) >= -1e-12 for g in gaps.values())
+    plain = json.loads(capsys.readouterr().out)
+    assert set(plain["gaps"]) == {"fw", "pairwise"}
+    assert all(len(g) == 2 and min(g) >= -1e-12 for g in plain["gaps"].values())
+    assert all(set(i) == {"plain"} for i in plain["iterates"].values())
+
+
+def test_bench_box_script_returned_iterate(capsys):
+    """``--iterate returned``: solve's default averaging="best" returns whichever of the
+    plain and the averaged iterate has the smaller exact gap, and the plain iterate does
+    not depend on averaging, so per seed the returned gap is the plain one or below it."""
+    script = load_bench_script("bench_box")
+    argv = ["--n", "3", "--passes", "3", "--seeds", "1"]
+    assert script.main([*argv, "--iterate", "returned"]) == 0
+    assert "iterate solve returns" in capsys.readouterr().out
+    assert script.main([*argv, "--iterate", "returned", "--json"]) == 0
+    returned = json.loads(capsys.readouterr().out)
+    assert script.main([*argv, "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    for step in ("fw", "pairwise"):
+        (gap,), (iterate,) = returned["gaps"][step], returned["iterates"][step]
+        (plain_gap,) = plain["gaps"][step]
+        assert iterate in ("plain", "average") and gap >= -1e-12
+        if iterate == "plain":
+            assert math.isclose(gap, plain_gap, rel_tol=1e-9, abs_tol=1e-12)
+        else:
+            assert gap <= plain_gap + 1e-12
