@@ -18,7 +18,7 @@
 # ones.  Marks only accumulate, so the mask stays a superset of the block's
 # nonzeros and of the corner s; it is rebuilt from the values and the atoms
 # when a state is loaded (SolverState).
-# The _block_* helpers dispatch on the storage; the _affine_* ones are the
+# The block_* helpers dispatch on the storage; the affine_* ones are the
 # dense/sparse kernels.
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from libc.math cimport fabs
