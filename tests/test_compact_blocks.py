@@ -304,3 +304,23 @@ def test_sparse_coordinates_with_zeros():
         compact.coord_add_py(i, e, out, out2, -2.0)
         np.testing.assert_allclose(out, Ae, atol=1e-13)
         np.testing.assert_allclose(out2, 1.0 - 2.0 * Ae, atol=1e-13)
+
+
+def test_a_pickle_without_a_mask_gets_one():
+    """States pickled before block masks existed rebuild theirs when unpickled."""
+    import pickle
+
+    X, Y = _data()
+    _, oracle = _oracles(X, Y)
+    state = solve(oracle, 0.1, max_passes=3, random_state=0).state
+    old = state.__getstate__()
+    del old["block_mask"], old["block_mask_ptr"]
+    restored = SolverState.__new__(SolverState)
+    restored.__setstate__(pickle.loads(pickle.dumps(old)))
+    # rebuilt from the values: every nonzero marked, nothing the run had not marked
+    assert restored._mask_covers_values()
+    assert not np.any(restored.block_mask & ~state.block_mask)
+    restored.check_compatible(oracle)
+    more = [solve(oracle, 0.1, max_passes=2, random_state=1, state=s).w
+            for s in (state, restored)]
+    np.testing.assert_array_equal(more[0], more[1])

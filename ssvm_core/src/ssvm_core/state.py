@@ -590,7 +590,10 @@ class SolverState(PassCounters):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state, _compatible_oracle=None)
-        self._seal_blocks()
+        if "block_mask" in state:
+            self._seal_blocks()
+        else:                                   # pickled before block masks existed
+            self._index_blocks()
 
     def copy(self) -> SolverState:
         new = SolverState.__new__(SolverState)
