@@ -20,8 +20,12 @@ def _debug() -> bool:
 
 
 def setup_options() -> dict:
-    """``setup(options=...)``: a debug build compiles under ``build/debug``."""
-    return {"build": {"build_base": "build/debug"}} if _debug() else {}
+    """``setup(options=...)``: the C compiler runs in parallel (``build_ext -j``, in
+    threads); a debug build compiles under ``build/debug``."""
+    options = {"build_ext": {"parallel": os.cpu_count() or 1}}
+    if _debug():
+        options["build"] = {"build_base": "build/debug"}
+    return options
 
 
 def cython_extensions(package: str, modules: list[str]) -> list:
