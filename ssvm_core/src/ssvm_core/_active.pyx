@@ -463,8 +463,8 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
                 cnt.replaced += 1
             if b.compact and not opt.cache:           # theta came with the answer
                 _score_atoms(blk, c.theta)
-            for k in range(n_got):          # the atoms' coordinates enter the block's mask
-                if b.compact:
+            if b.compact:                   # the atoms' coordinates enter the block's mask
+                for k in range(n_got):
                     mark_coords(b, i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block
                 if not below_ground_truth(&c[k]):
