@@ -31,8 +31,8 @@ from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot, psi_at,
                                atom_scatter)
 from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_move,
-                                block_stats, clear_frame, corner_frame, mark_coords,
-                                use_ground_truth)
+                                block_move_again, block_stats, clear_frame, corner_frame,
+                                mark_coords, use_ground_truth)
 from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK, block_box_step
@@ -378,7 +378,7 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
     every other stored labelling in order; H_k is recomputed at the moving w.
     Returns the new ell_i.
     """
-    cdef intp_t t, k, q
+    cdef intp_t t, k, q, m
     cdef float64_t H, sum_aH, dot, sq, gam, ell_i = 0.0
     for k in range(blk.n):
         ell_i += blk.alpha[k] * blk.loss[k]
@@ -391,14 +391,15 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
         atom_scatter(blk, q, 1.0, s)
+        m = 0
         if p.lower != NULL:
             gam = block_box_step(oracle, b, i, -1.0, s, scale, p, blk.loss[q] / n - ell_i,
                                  lam, 1.0, line_work, NULL)
         else:
-            block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
+            m = block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
             gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
-        if gam > 0.0:
-            block_move(oracle, b, i, -gam, s, gam * scale, p, avg_coef)
+        if gam > 0.0:                # gam times the direction of the search
+            block_move_again(oracle, b, i, m, gam, -1.0, s, scale, p, avg_coef)
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
             blk.alpha[q] += gam
@@ -662,7 +663,7 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    buffers = [CornerBuffer(oracle, state.compact_blocks) for _ in range(n_samples)]
+    buffers = [CornerBuffer(oracle, state.compact_blocks, psi=False) for _ in range(n_samples)]
     cdef Corner* corners = <Corner*> malloc(n_samples * sizeof(Corner))
     if corners == NULL:
         raise MemoryError()
@@ -732,7 +733,7 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
         raise ValueError(f"{len(labellings)} labellings for {n} blocks")
     cdef StateView view = StateView(state, None, None, oracle)
     cdef float64_t[::1] s = frame_scratch(oracle, state)
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks, psi=False)
     cdef Corner* c = &buf.corner
     cdef float64_t scale = 1.0 / (state.lam * n)
     cdef int32_t[::1] lab

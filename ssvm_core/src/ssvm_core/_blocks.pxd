@@ -295,15 +295,16 @@ cdef inline float64_t block_dot(const Blocks* b, intp_t i, const float64_t* w,
     return dot_block(wi, block_support(b, i), m, w)
 
 
-cdef inline int block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
-                            const float64_t* s, float64_t c, const float64_t* w,
-                            const float64_t* theta, float64_t* dot_out,
-                            float64_t* sqnorm) except -1 nogil:
+cdef inline intp_t block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
+                               const float64_t* s, float64_t c, const float64_t* w,
+                               const float64_t* theta, float64_t* dot_out,
+                               float64_t* sqnorm) except -1 nogil:
     """For e = a w_i + c s: dot_out = <e, w> and sqnorm = ||e||^2 (see affine_stats).
 
-    Compact blocks: e is formed in block coordinates on the block's mask,
-    <e, w> = <e, theta> (theta NULL: dot_out is left alone) and ||A_i e||^2
-    comes from the oracle.
+    Compact blocks: e is formed in block coordinates on the block's mask (its
+    nonzero entries are left in b.e_idx, b.e and their number is returned, see
+    ``block_move_again``), <e, w> = <e, theta> (theta NULL: dot_out is left
+    alone) and ||A_i e||^2 comes from the oracle.  Other blocks return 0.
     """
     cdef float64_t* wi = b.values + b.ptr[i]
     cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
@@ -314,7 +315,7 @@ cdef inline int block_stats(MaxOracle oracle, const Blocks* b, intp_t i, float64
     if theta != NULL:
         dot_out[0] = dot_gather(theta, b.e_idx, b.e, m)
     sqnorm[0] = oracle.coord_sqnorm(i, b.e_idx, b.e, m)
-    return 0
+    return m
 
 
 cdef inline int block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
@@ -337,6 +338,28 @@ cdef inline int block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_
         return 0
     nnz = oracle.coord_expand(i, b.e_idx, b.e, m, b.ex_idx, b.ex_val)
     apply_delta(p, b.ex_idx, b.ex_val, nnz, avg_coef)
+    return 0
+
+
+cdef inline int block_move_again(MaxOracle oracle, const Blocks* b, intp_t i, intp_t m,
+                                 float64_t factor, float64_t a, const float64_t* s,
+                                 float64_t c, Primal* p, float64_t avg_coef) except -1 nogil:
+    """block_move by factor (a w_i + c s), right after ``block_stats(b, i, a, s, c)``
+    returned m, with no other direction formed in between.
+
+    A compact block without a box moves by factor times the m entries that
+    block_stats formed instead of forming them again (one walk of the mask
+    and of the block's values fewer); otherwise this is block_move with the
+    coefficients factor a and factor c.
+    """
+    cdef float64_t* wi = b.values + b.ptr[i]
+    cdef intp_t q
+    if not b.compact or p.lower != NULL:
+        return block_move(oracle, b, i, factor * a, s, factor * c, p, avg_coef)
+    for q in range(m):
+        b.e[q] *= factor
+        wi[b.e_idx[q]] += b.e[q]
+    oracle.coord_add(i, b.e_idx, b.e, m, p.v, p.avg_u, avg_coef)
     return 0
 
 

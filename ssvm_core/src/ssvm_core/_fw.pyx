@@ -21,8 +21,8 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms
 from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_dot, block_move,
-                                block_stats, clear_frame, corner_frame, step_size,
-                                use_ground_truth)
+                                block_move_again, block_stats, clear_frame, corner_frame,
+                                step_size, use_ground_truth)
 from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, block_box_step, box_search
@@ -37,7 +37,7 @@ cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                     intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil:
     # line_work: LINE_WORK * n_features doubles for the exact box line search (unused
     # without a box).
-    cdef intp_t n = oracle.n_blocks, t, i, j
+    cdef intp_t n = oracle.n_blocks, t, i, j, m
     cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
     cdef const float64_t* vs
     for t in range(smp.n_order + smp.n_uniforms):
@@ -48,7 +48,7 @@ cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
             use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
         vs = corner_frame(c, b, i, s)
-        block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
+        m = block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
@@ -62,7 +62,9 @@ cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
         j = n_steps[0] + 1                    # this step creates iterate j
-        block_move(oracle, b, i, -gamma, vs, gamma * scale, p, 0.5 * (j - 1) * j)
+        # the move is -gamma times the direction of the gap (the box search formed
+        # another one, which block_move_again sees from p.lower)
+        block_move_again(oracle, b, i, m, -gamma, 1.0, vs, -scale, p, 0.5 * (j - 1) * j)
         ell_step = gamma * (ell_s - b.ell[i])
         b.ell[i] += ell_step
         ell[0] += ell_step
@@ -93,7 +95,7 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     cdef float64_t[::1] s = frame_scratch(oracle, state)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
+    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks, psi=False)
     cdef float64_t lam = state.lam
     cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
                                              if state.has_box else 1)

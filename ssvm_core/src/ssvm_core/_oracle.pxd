@@ -23,6 +23,10 @@ ctypedef struct Corner:
     float64_t* coord_val
     intp_t coord_nnz
     float64_t* theta
+    # With coord_idx set, True when the caller reads no psi (its steps run on the
+    # block coordinates): an oracle may then leave psi_idx, psi_val and psi_nnz
+    # unwritten.  Ignored without coord_idx.
+    bint coords_only
 
 
 cdef class MaxOracle:

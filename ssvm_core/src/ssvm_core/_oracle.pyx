@@ -276,10 +276,11 @@ cdef class CornerBuffer:
 
     With ``compact=True`` (the oracle must offer compact blocks) the corner
     also has the ``coord_*`` and ``theta`` buffers, so answers come with
-    their block coordinates and A_i^T w.
+    their block coordinates and A_i^T w; ``psi=False`` then tells the oracle
+    that psi is not read (``Corner.coords_only``), so it may skip writing it.
     """
 
-    def __cinit__(self, MaxOracle oracle, bint compact=False):
+    def __cinit__(self, MaxOracle oracle, bint compact=False, bint psi=True):
         self._owner = oracle
         self._labels = np.zeros(max(oracle.max_labels, 1), dtype=np.int32)
         self._idx = np.zeros(max(oracle.max_psi_nnz, 1), dtype=np.int32)
@@ -299,6 +300,7 @@ cdef class CornerBuffer:
         self.corner.coord_val = NULL
         self.corner.coord_nnz = 0
         self.corner.theta = NULL
+        self.corner.coords_only = False
         if not compact:
             return
         if oracle.max_coords <= 0:
@@ -312,6 +314,7 @@ cdef class CornerBuffer:
         self.corner.coord_idx = &cidx[0]
         self.corner.coord_val = &cval[0]
         self.corner.theta = &theta[0]
+        self.corner.coords_only = not psi
 
     def dense_coords(self, intp_t i):
         """q_i(y) dense in block i's coordinates (compact buffers only)."""

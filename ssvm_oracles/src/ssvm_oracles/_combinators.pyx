@@ -39,6 +39,7 @@ cdef int _alloc_corner(MaxOracle oracle, Corner* c) except -1 nogil:
     c.coord_val = NULL
     c.coord_nnz = 0
     c.theta = NULL
+    c.coords_only = False
     cdef bint done = False
     c.n_labels = 0
     c.psi_nnz = 0
@@ -474,6 +475,7 @@ cdef class ProductOracle(_Composite):
         part.coord_idx = NULL            # a product offers no compact blocks
         part.coord_val = NULL
         part.theta = NULL
+        part.coords_only = False
         out.loss = 0.0
         out.score = 0.0
         for c in range(self.k):
