@@ -39,7 +39,14 @@ def _sparse_tokens(seed=1, n=10, n_features=30):
     return X, Y
 
 
-@pytest.mark.parametrize("data", [_data(), _sparse_tokens()], ids=["gaussian", "sparse"])
+def _binary_tokens(seed=2):
+    """OCR-like 0/1 pixels: the chain then never reads its feature values."""
+    X, Y = _data(seed, n_features=6)
+    return [(x > 0.0).astype(float) for x in X], Y
+
+
+@pytest.mark.parametrize("data", [_data(), _sparse_tokens(), _binary_tokens()],
+                         ids=["gaussian", "sparse", "binary"])
 def test_chain_basis_identities(data):
     """A_i q = psi, <e, A_i^T w> = <A_i e, w>, ||A_i e||^2 by the Gram matrix."""
     X, Y = data
@@ -304,6 +311,18 @@ def test_sparse_coordinates_with_zeros():
         compact.coord_add_py(i, e, out, out2, -2.0)
         np.testing.assert_allclose(out, Ae, atol=1e-13)
         np.testing.assert_allclose(out2, 1.0 - 2.0 * Ae, atol=1e-13)
+
+
+def test_gram_norm_of_a_long_direction():
+    """coord_sqnorm with more token-label entries than it keeps on the stack (64)."""
+    X, Y = _data(seed=4, n=3, max_length=40, n_states=4)
+    _, compact = _oracles(X, Y, 4)
+    rng = np.random.default_rng(6)
+    for i in range(compact.n_blocks):
+        e = rng.normal(size=compact.coord_sizes()[i])      # every entry: up to 40 * 4
+        Ae = compact.coord_expand_py(i, e)
+        assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10)
+    assert max(len(y) for y in Y) * 4 > 64
 
 
 def test_a_pickle_without_a_mask_gets_one():
