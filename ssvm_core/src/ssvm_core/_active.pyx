@@ -423,7 +423,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         i = next_block(smp, t, n)
         blk = &atoms.blocks[i]
         j = cnt.steps + 1                     # this step creates iterate j
-        prefetch_steps(oracle, b, smp, t, n)
+        prefetch_steps(oracle, b, atoms.blocks, smp, t, n)
 
         # Scores of the stored atoms at w; the cache corner is the best one.
         # (Compact blocks without a cache score after the oracle call, whose

@@ -10,6 +10,7 @@
 # scores then need theta = A_i^T w in place of w.
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner
+from ssvm_core._vector cimport ssvm_prefetch
 
 
 ctypedef struct BlockAtoms:
@@ -53,3 +54,25 @@ cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noe
 cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
                        float64_t* s) noexcept nogil
 cdef void atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil
+
+
+cdef inline void prefetch_atoms(const BlockAtoms* blk) noexcept nogil:
+    """Ask for the cache lines of a block's atoms: weights, losses, scores, labels
+    and psi (a step scores them all).  The struct itself is read here: ask for
+    it a step earlier (``prefetch_atom_header``)."""
+    cdef intp_t n = blk.n, width
+    ssvm_prefetch(blk.alpha, n * sizeof(float64_t))
+    ssvm_prefetch(blk.loss, n * sizeof(float64_t))
+    ssvm_prefetch(blk.score, n * sizeof(float64_t))
+    ssvm_prefetch(blk.last_used, n * sizeof(intp_t))
+    ssvm_prefetch(blk.lab_off, (n + 1) * sizeof(intp_t))
+    ssvm_prefetch(blk.psi_off, (n + 1) * sizeof(intp_t))
+    ssvm_prefetch(blk.labels, blk.lab_cap * sizeof(int32_t))
+    ssvm_prefetch(blk.psi_idx, blk.psi_cap * sizeof(int32_t))
+    width = sizeof(float) if blk.single else sizeof(float64_t)
+    ssvm_prefetch(blk.psi_val, blk.psi_cap * width)
+
+
+cdef inline void prefetch_atom_header(const BlockAtoms* blk) noexcept nogil:
+    """Ask for the cache lines of the struct of a block's atoms (see prefetch_atoms)."""
+    ssvm_prefetch(blk, sizeof(BlockAtoms))

@@ -242,7 +242,10 @@ cdef inline void prefetch_mask(const Blocks* b, intp_t i) noexcept nogil:
 cdef inline intp_t compact_direction(const Blocks* b, intp_t i, float64_t a,
                                      const float64_t* s, float64_t c) noexcept nogil:
     """e = a b_i + c s (s NULL: zero) of compact block i on its mask: the nonzero
-    entries, at increasing coordinates, into b.e_idx and b.e; returns how many."""
+    entries, at increasing coordinates, into b.e_idx and b.e; returns how many.
+
+    With a = 0 (a pairwise step's direction) the block's values are not read.
+    """
     cdef const float64_t* wi = b.values + b.ptr[i]
     cdef const uint64_t* words = b.mask + b.mask_ptr[i]
     cdef intp_t q, k, nnz = 0
@@ -253,7 +256,10 @@ cdef inline intp_t compact_direction(const Blocks* b, intp_t i, float64_t a,
         while bits:
             k = (q << 6) + ssvm_ctz64(bits)
             bits &= bits - 1
-            ek = a * wi[k] if s == NULL else a * wi[k] + c * s[k]
+            if a == 0.0:
+                ek = 0.0 if s == NULL else c * s[k]
+            else:
+                ek = a * wi[k] if s == NULL else a * wi[k] + c * s[k]
             if ek != 0.0:
                 b.e_idx[nnz] = <int32_t> k
                 b.e[nnz] = ek

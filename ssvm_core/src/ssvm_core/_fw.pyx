@@ -42,7 +42,7 @@ cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
     cdef const float64_t* vs
     for t in range(smp.n_order + smp.n_uniforms):
         i = next_block(smp, t, n)
-        prefetch_steps(oracle, b, smp, t, n)
+        prefetch_steps(oracle, b, NULL, smp, t, n)
         oracle.solve(i, p.w, c)
         if below_ground_truth(c):
             use_ground_truth(c, oracle.n_features)

@@ -5,6 +5,7 @@
 # tree[size + i] and every internal node holds the sum of its two children,
 # recomputed from them on each update (so no rounding drift accumulates).
 from ssvm_core._typedefs cimport float64_t, intp_t
+from ssvm_core._atoms cimport BlockAtoms, prefetch_atom_header, prefetch_atoms
 from ssvm_core._blocks cimport Blocks, prefetch_block, prefetch_mask
 from ssvm_core._oracle cimport MaxOracle
 
@@ -55,11 +56,12 @@ cdef inline intp_t next_block(const Sampler* smp, intp_t t, intp_t n) noexcept n
     return tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
 
 
-cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const Sampler* smp,
-                                intp_t t, intp_t n) noexcept nogil:
+cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const BlockAtoms* atoms,
+                                const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
     """Cache hints ahead of step t's oracle call, in two stages: the oracle's
-    data and the compact values of step t + 1's block, the compact mask of
-    step t + 2's (step 0 also asks for its own block's).
+    data, the compact values and the atoms (``atoms``: the blocks' atoms, NULL
+    without active sets) of step t + 1's block, the compact mask and the atoms'
+    struct of step t + 2's (step 0 also asks for its own block's).
 
     The blocks ahead are read with ``next_block`` now: exact for a known
     order; under gap sampling a guess, since the steps in between still
@@ -70,9 +72,16 @@ cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const Sampler
         nxt = next_block(smp, 0, n)
         oracle.prefetch(nxt)
         prefetch_block(b, nxt)
+        if atoms != NULL:
+            prefetch_atoms(&atoms[nxt])
     if t + 1 < total:
         nxt = next_block(smp, t + 1, n)
         oracle.prefetch(nxt)
         prefetch_block(b, nxt)
+        if atoms != NULL:
+            prefetch_atoms(&atoms[nxt])
     if t + 2 < total:
-        prefetch_mask(b, next_block(smp, t + 2, n))
+        nxt = next_block(smp, t + 2, n)
+        prefetch_mask(b, nxt)
+        if atoms != NULL:
+            prefetch_atom_header(&atoms[nxt])
