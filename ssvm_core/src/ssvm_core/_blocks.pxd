@@ -332,11 +332,19 @@ cdef inline int block_move(MaxOracle oracle, const Blocks* b, intp_t i, float64_
     block's mask) is expanded into v by the oracle (only the entries A_i e
     touches)."""
     cdef float64_t* wi = b.values + b.ptr[i]
-    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], q, nnz
+    cdef intp_t m = b.ptr[i + 1] - b.ptr[i]
     if not b.compact:
         affine_move(wi, block_support(b, i), m, a, s, c, p, avg_coef)
         return 0
-    m = compact_direction(b, i, a, s, c)
+    return _move_formed(oracle, b, i, compact_direction(b, i, a, s, c), p, avg_coef)
+
+
+cdef inline int _move_formed(MaxOracle oracle, const Blocks* b, intp_t i, intp_t m,
+                             Primal* p, float64_t avg_coef) except -1 nogil:
+    """Compact block i += the m entries of e in b.e_idx, b.e; v, w = clip(v) and
+    the average follow A_i e."""
+    cdef float64_t* wi = b.values + b.ptr[i]
+    cdef intp_t q, nnz
     for q in range(m):
         wi[b.e_idx[q]] += b.e[q]
     if p.lower == NULL:                  # w is v: one fused pass over A_i e
@@ -358,15 +366,12 @@ cdef inline int block_move_again(MaxOracle oracle, const Blocks* b, intp_t i, in
     and of the block's values fewer); otherwise this is block_move with the
     coefficients factor a and factor c.
     """
-    cdef float64_t* wi = b.values + b.ptr[i]
     cdef intp_t q
     if not b.compact or p.lower != NULL:
         return block_move(oracle, b, i, factor * a, s, factor * c, p, avg_coef)
     for q in range(m):
         b.e[q] *= factor
-        wi[b.e_idx[q]] += b.e[q]
-    oracle.coord_add(i, b.e_idx, b.e, m, p.v, p.avg_u, avg_coef)
-    return 0
+    return _move_formed(oracle, b, i, m, p, avg_coef)
 
 
 cdef inline void use_ground_truth(Corner* c, intp_t n_features) noexcept nogil:

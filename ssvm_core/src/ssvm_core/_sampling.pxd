@@ -56,6 +56,16 @@ cdef inline intp_t next_block(const Sampler* smp, intp_t t, intp_t n) noexcept n
     return tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
 
 
+cdef inline void _prefetch_data(MaxOracle oracle, const Blocks* b, const BlockAtoms* atoms,
+                                intp_t i) noexcept nogil:
+    """The first stage of ``prefetch_steps`` for block i: its oracle data, its
+    compact values and its atoms."""
+    oracle.prefetch(i)
+    prefetch_block(b, i)
+    if atoms != NULL:
+        prefetch_atoms(&atoms[i])
+
+
 cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const BlockAtoms* atoms,
                                 const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
     """Cache hints ahead of step t's oracle call, in two stages: the oracle's
@@ -69,17 +79,9 @@ cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const BlockAt
     """
     cdef intp_t total = smp.n_order + smp.n_uniforms, nxt
     if t == 0:
-        nxt = next_block(smp, 0, n)
-        oracle.prefetch(nxt)
-        prefetch_block(b, nxt)
-        if atoms != NULL:
-            prefetch_atoms(&atoms[nxt])
+        _prefetch_data(oracle, b, atoms, next_block(smp, 0, n))
     if t + 1 < total:
-        nxt = next_block(smp, t + 1, n)
-        oracle.prefetch(nxt)
-        prefetch_block(b, nxt)
-        if atoms != NULL:
-            prefetch_atoms(&atoms[nxt])
+        _prefetch_data(oracle, b, atoms, next_block(smp, t + 1, n))
     if t + 2 < total:
         nxt = next_block(smp, t + 2, n)
         prefetch_mask(b, nxt)
