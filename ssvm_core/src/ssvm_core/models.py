@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
@@ -92,6 +93,15 @@ class StructuredModel(ABC):
                              f"valid: {valid}")
         self.__init__(**{**self.get_params(), **params})
         return self
+
+    def __sklearn_clone__(self) -> StructuredModel:
+        """scikit-learn's ``clone``: a new, unbound model of equal (copied) parameters.
+
+        The constructors convert some parameters (a cost matrix to float64),
+        which scikit-learn's generic clone would refuse; this one does not
+        need them unchanged.
+        """
+        return type(self)(**copy.deepcopy(self.get_params()))
 
     def enumerate_labellings(self, x) -> Iterable:
         """Every labelling of ``x`` (for brute-force checks on tiny inputs)."""
