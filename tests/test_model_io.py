@@ -83,6 +83,9 @@ def test_every_builtin_model_predicts_the_same_after_loading_in_a_fresh_process(
     loaded = SubgradientSSVM.load(tmp_path / "ssg.npz")
     assert loaded.primal_ == ssg.primal_ and _equal_predictions(loaded.predict(X),
                                                                 ssg.predict(X))
+    assert loaded.iterate_ == "average" and not loaded.certified_ and not hasattr(loaded, "gap_")
+    assert loaded.header_["fingerprint"] == ssg.fingerprint_
+    assert ssg.fingerprint_["n_blocks"] == len(X) and ssg.fingerprint_["data"] is not None
 
 
 def test_the_header_records_the_fit_the_solver_options_and_the_data(tmp_path):
@@ -103,6 +106,11 @@ def test_the_header_records_the_fit_the_solver_options_and_the_data(tmp_path):
     assert fit["status"] == est.status_
     assert header["fingerprint"] == est.state_.fingerprint       # the training data
     assert header["versions"]["ssvm-core"] == ssvm_core.__version__
+    # a loaded model saved again keeps its fingerprint and metadata
+    load_model(tmp_path / "m.npz").save(tmp_path / "again.npz")
+    again = load_model(tmp_path / "again.npz").header_
+    assert again["fingerprint"] == header["fingerprint"] and again["metadata"] == {
+        "dataset": "x", "seed": 3}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -20,8 +20,7 @@ header references by name.  The header records:
     ``lam``, ``gap`` (the certified gap, None for SSG), ``certified``,
     ``iterate``, ``status``, ``passes`` and, for SSG, ``primal``.
 ``fingerprint``
-    The fingerprint of the training oracle (see ``ssvm_core.fingerprint``),
-    None when the estimator does not keep one.
+    The fingerprint of the training oracle (see ``ssvm_core.fingerprint``).
 ``versions``, ``metadata``
     Versions of Python, NumPy, ssvm-core and the model's package; free
     JSON-serialisable metadata of the caller (``ssvm train`` records the data
@@ -82,8 +81,9 @@ def save_model(estimator, path: str | os.PathLike, *, metadata: dict | None = No
         holds either its previous content or the complete new file, whatever
         happens during the write.
     metadata : dict, optional
-        JSON-serialisable values stored in the header (default None), e.g.
-        the name of the training data set.
+        JSON-serialisable values stored in the header, e.g. the name of the
+        training data set.  Default None: none, or those of the file a loaded
+        estimator came from (as is its training fingerprint).
 
     Raises
     ------
@@ -111,9 +111,9 @@ def save_model(estimator, path: str | os.PathLike, *, metadata: dict | None = No
             "params": _encode(_estimator_params(estimator), arrays, "estimator parameter"),
         },
         "fit": _encode(_fit_record(estimator), arrays, "fit record"),
-        "fingerprint": getattr(getattr(estimator, "state_", None), "fingerprint", None),
+        "fingerprint": _training_fingerprint(estimator),
         "versions": _versions(type(model)),
-        "metadata": _encode(metadata or {}, arrays, "metadata"),
+        "metadata": _encode(_metadata(estimator, metadata), arrays, "metadata"),
     }
     text = json.dumps(header, allow_nan=False)
     with atomic_write(path) as f:
@@ -137,8 +137,9 @@ def load_model(path: str | os.PathLike, *, trusted_modules: Iterable[str] = ()):
     FrankWolfeSSVM or SubgradientSSVM
         A fitted estimator (``predict``, ``score``) with ``w_``, ``lam_``,
         ``gap_`` (FW), ``certified_``, ``iterate_``, ``status_``,
-        ``n_passes_``, and ``header_`` (the file's header).  It has no
-        ``state_``: a solver state is saved separately (``SolverState.save``).
+        ``n_passes_``, and ``header_`` (the file's header, its ``metadata``
+        decoded).  It has no ``state_``: a solver state is saved separately
+        (``SolverState.save``).
 
     Raises
     ------
@@ -229,6 +230,23 @@ def _fit_record(estimator) -> dict:
     if hasattr(estimator, "primal_"):
         record["primal"] = float(estimator.primal_)
     return record
+
+
+def _training_fingerprint(estimator) -> dict | None:
+    """The fingerprint of the training oracle: the FW state's, SSG's ``fingerprint_``,
+    else that of the file a loaded estimator came from."""
+    state = getattr(estimator, "state_", None)
+    if state is not None and getattr(state, "fingerprint", None) is not None:
+        return state.fingerprint
+    if getattr(estimator, "fingerprint_", None) is not None:
+        return estimator.fingerprint_
+    return getattr(estimator, "header_", {}).get("fingerprint")
+
+
+def _metadata(estimator, metadata: dict | None) -> dict:
+    if metadata is not None:
+        return metadata
+    return getattr(estimator, "header_", {}).get("metadata", {})
 
 
 def _versions(model_class: type) -> dict:
@@ -377,6 +395,7 @@ def _from_header(files: dict, trusted: tuple[str, ...]):
     estimator.iterate_ = fit["iterate"]
     estimator.status_ = fit["status"]
     estimator.n_passes_ = fit["passes"]
+    header["metadata"] = _decode(header["metadata"], files, trusted)
     estimator.header_ = header
     return estimator
 
