@@ -79,8 +79,9 @@ def test_errors_are_one_line(tmp_path, capsys):
     assert "none.npz" in capsys.readouterr().err
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     assert main(["predict", "--model", str(tmp_path / "bad.npz"), "--output",
-                 str(tmp_path / "p.npz")]) == 2
+                 str(tmp_path / "new" / "p.npz")]) == 2
     assert "bad.npz: not a valid ssvm model file" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()               # a failed command leaves nothing
     assert main(["evaluate", "--model", str(model), "--input", str(tmp_path / "x")]) == 2
     assert "--input reads OCR and CoNLL files" in capsys.readouterr().err
     assert not (tmp_path / "p.npz").exists()

@@ -30,7 +30,7 @@ import numpy as np
 import ssvm_data
 from ssvm_core import load_model
 from ssvm_core.files import atomic_write, check_writable_folder, save_json, save_npz
-from ssvm_data.conll import load_conll_tokens
+from ssvm_data.conll import Sentences, load_conll_tokens
 from ssvm_data.metrics import task_metrics
 from ssvm_data.ocr import read_ocr_words
 
@@ -49,7 +49,7 @@ class Inputs(NamedTuple):
     X: list
     Y: list
     task: ssvm_data.DatasetTask
-    sentences: object | None  # CoNLL: the words and POS tags, for the predictions file
+    sentences: Sentences | None  # CoNLL: the words and POS tags, for the predictions file
 
 
 def add_commands(sub) -> None:
@@ -108,8 +108,6 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def evaluate_command(args: argparse.Namespace) -> int:
     """``ssvm evaluate``: print (and with ``--json`` write) the task's metrics."""
-    if args.json is not None:
-        check_writable_folder(Path(args.json).parent)
     estimator = load_model(args.model, trusted_modules=args.trust)
     inputs = load_inputs(args, estimator.header_.get("metadata", {}))
     Y_pred = _predict(estimator, inputs, args.model)
@@ -119,6 +117,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
                **task_metrics(inputs.task.kind, inputs.Y, Y_pred, inputs.task.labels)}
     print(format_metrics(metrics))
     if args.json is not None:
+        check_writable_folder(Path(args.json).parent)    # made only once there is a result
         save_json(args.json, metrics)
         print(f"wrote {args.json}")
     return 0
@@ -126,10 +125,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def predict_command(args: argparse.Namespace) -> int:
     """``ssvm predict``: write the predictions in the data set's format."""
-    check_writable_folder(Path(args.output).parent)
     estimator = load_model(args.model, trusted_modules=args.trust)
     inputs = load_inputs(args, estimator.header_.get("metadata", {}))
     Y_pred = _predict(estimator, inputs, args.model)
+    check_writable_folder(Path(args.output).parent)      # made only once there is a result
     if inputs.task.kind == "chunking":
         _write_conll(args.output, inputs, Y_pred)
     elif inputs.task.kind == "sequence" and inputs.task.labels is not None:
