@@ -221,6 +221,9 @@ def test_unfitted_estimators_cannot_be_saved(tmp_path):
     (lambda h: h.__setitem__("format", "other"), "its format is 'other'"),
     (lambda h: h["model"]["params"].__setitem__("n_states", 1), "cannot rebuild"),
     (lambda h: h["model"]["params"].__setitem__("n_states", 4), "joint features"),
+    (lambda h: h["model"].__setitem__("bound", {"predict": 1}), "replace a method"),
+    (lambda h: h["model"].__setitem__("bound", [1]), "not a mapping"),
+    (lambda h: h["estimator"]["params"].__setitem__("no_such_option", 1), "cannot rebuild"),
 ])
 def test_bad_headers_give_one_clear_error(tmp_path, change, message):
     est, _, _ = _fit("chain")

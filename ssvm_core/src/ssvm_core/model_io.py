@@ -168,7 +168,8 @@ def load_model(path: str | os.PathLike, *, trusted_modules: Iterable[str] = ()):
         raise
     except ModelFileError as err:
         raise ModelFileError(f"{name}: {err}") from None
-    except (ValueError, KeyError, TypeError, EOFError, OSError, zipfile.BadZipFile) as err:
+    except (ValueError, KeyError, TypeError, AttributeError, EOFError, OSError,
+            zipfile.BadZipFile) as err:
         raise ModelFileError(f"{name}: not a valid ssvm model file: {err}") from None
 
 
@@ -378,7 +379,14 @@ def _from_header(files: dict, trusted: tuple[str, ...]):
         raise ModelFileError("the weights w are missing")
     model = _build_model(header["model"]["class"],
                          _decode(header["model"]["params"], files, trusted), trusted)
-    for key, value in _decode(header["model"]["bound"], files, trusted).items():
+    bound = _decode(header["model"]["bound"], files, trusted)
+    if not isinstance(bound, dict):
+        raise ModelFileError("the model's bound values are not a mapping")
+    for key, value in bound.items():
+        if key.startswith("__") or callable(getattr(type(model), key, None)) or \
+                isinstance(getattr(type(model), key, None), property):
+            raise ModelFileError(f"the bound value {key!r} would replace a method or "
+                                 f"property of {type(model).__name__}")
         setattr(model, key, value)
     estimator = _build_estimator(header["estimator"]["class"], model,
                                  _decode(header["estimator"]["params"], files, trusted),
