@@ -13,8 +13,9 @@ import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
-from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
-from ssvm_core.files import check_writable_folder, save_json, save_npz
+from ssvm.use import add_commands as add_use_commands
+from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM, save_model
+from ssvm_core.files import check_writable_folder, save_json
 from ssvm_core.options import BY_NAME, OPTIONS, SAMPLINGS, STEPS, Boolean, Choice
 
 DEFAULT_DATASET = "default"
@@ -91,8 +92,7 @@ def _train(args: argparse.Namespace) -> int:
     config = {k: v for k, v in vars(args).items() if k != "func"}
     save_json(out / "history.json",
               {"config": config, "summary": summary, "history": svm.history_})
-    save_npz(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
-             gap=getattr(svm, "gap_", math.nan), dataset=dataset)
+    save_model(svm, out / "model.npz", metadata={"dataset": dataset, "seed": args.seed})
     written = [out / "history.json", out / "model.npz"]
     if isinstance(svm, FrankWolfeSSVM):
         svm.state_.save(out / "state.npz")
@@ -289,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = sub.add_parser("datasets", help="list datasets and whether they are available")
     datasets.add_argument("--data-home", default=None)
     datasets.set_defaults(func=_datasets)
+
+    add_use_commands(sub)                  # ssvm evaluate, ssvm predict (ssvm/use.py)
     return parser
 
 

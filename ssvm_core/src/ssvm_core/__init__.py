@@ -25,7 +25,8 @@ True
 from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
-from ssvm_core.exceptions import NotFittedError
+from ssvm_core.exceptions import ModelFileError, NotFittedError
+from ssvm_core.model_io import load_model, save_model
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
@@ -39,6 +40,7 @@ __all__ = [
     "BruteForceOracle",
     "FrankWolfeSSVM",
     "MaxOracle",
+    "ModelFileError",
     "NotFittedError",
     "PythonOracle",
     "SolveResult",
@@ -50,7 +52,9 @@ __all__ = [
     "dual_objective",
     "duality_gap",
     "labelling_key",
+    "load_model",
     "primal_objective",
+    "save_model",
     "solve",
     "subgradient_solve",
 ]

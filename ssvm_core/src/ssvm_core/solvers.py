@@ -389,6 +389,10 @@ class FrankWolfeSSVM(BaseSSVM):
         Solver passes made so far.
     status_ : str
         Why the last fit stopped.
+    certified_ : bool
+        Whether ``gap_`` certifies ``w_`` (False with an approximate oracle).
+    iterate_ : {"plain", "average"}
+        Which iterate ``w_`` is.
     """
 
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
@@ -444,6 +448,8 @@ class FrankWolfeSSVM(BaseSSVM):
         self.state_ = result.state
         self.n_passes_ = result.state.passes
         self.status_ = result.status
+        self.certified_ = result.certified
+        self.iterate_ = result.iterate
         return self
 
     def _resolve_box(self):

@@ -13,6 +13,7 @@ import numpy as np
 
 from ssvm_core._ssg import ssg_pass
 from ssvm_core.base import BaseSSVM
+from ssvm_core.fingerprint import oracle_fingerprint
 from ssvm_core.options import validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
@@ -187,6 +188,11 @@ class SubgradientSSVM(BaseSSVM):
     w_, primal_, lam_, history_, state_, n_passes_, status_ :
         Weights (the average with ``averaging``), their primal value, and the
         run's record, as for ``FrankWolfeSSVM`` (there is no ``gap_``).
+    iterate_ : {"plain", "average"}
+        Which iterate ``w_`` is.
+    fingerprint_ : dict
+        The fingerprint of the training data (``ssvm_core.fingerprint``), which
+        a saved model records.
     """
 
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
@@ -225,4 +231,6 @@ class SubgradientSSVM(BaseSSVM):
         self.state_ = result.state
         self.n_passes_ = result.state.passes
         self.status_ = result.status
+        self.iterate_ = "average" if self.averaging else "plain"
+        self.fingerprint_ = oracle_fingerprint(oracle)
         return self

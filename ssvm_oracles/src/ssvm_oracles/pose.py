@@ -94,6 +94,11 @@ class PoseModel(StructuredModel):
             raise ValueError(f"loss_scale must be a finite positive number, got {loss_scale}")
         self.loss_scale = float(loss_scale)
 
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (``loss`` is kept as ``loss_kind``)."""
+        return {"parents": self.parents, "scale_parts": self.scale_parts,
+                "n_types": self.n_types, "loss": self.loss_kind, "loss_scale": self.loss_scale}
+
     def __repr__(self) -> str:
         return (f"PoseModel(n_parts={self.n_parts}, n_types={self.n_types}, "
                 f"scale_parts={self.scale_parts}, loss={self.loss_kind!r})")
