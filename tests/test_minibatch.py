@@ -335,7 +335,7 @@ class _PerRound(Executor):
 @pytest.mark.parametrize("sampling", ["uniform", "perm"])
 def test_compiled_rounds_equal_the_python_round_loop(kind, sampling):
     model, X, Y = _chain(seed=3, n=23)
-    o = (ChainModel(n_states=3, n_features=4, compact_blocks=True) if kind == "compact"
+    o = (ChainModel(n_states=3, n_features=4, blocks="compact") if kind == "compact"
          else model).bind(X, Y)
     box = (-0.3, 0.4) if kind == "box" else None
     for tau, line_search in ((1, True), (5, True), (7, False), (23, True)):

@@ -212,7 +212,7 @@ def test_kill_during_save_leaves_the_old_or_the_new_file(tmp_path):
     """``kill -9`` at random times while a state is saved over and over."""
     X = [np.random.default_rng(i).normal(size=(6, 40)) for i in range(120)]
     Y = [np.random.default_rng(i).integers(0, 5, size=6) for i in range(120)]
-    state = SolverState.for_oracle(ChainModel(5, sparse_blocks=False).bind(X, Y), 0.1)
+    state = SolverState.for_oracle(ChainModel(5, blocks="dense").bind(X, Y), 0.1)
     path = tmp_path / "state.npz"
     state.save(path)
     rng = np.random.default_rng(0)

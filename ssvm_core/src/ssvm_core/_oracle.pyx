@@ -161,15 +161,20 @@ cdef class MaxOracle:
         self.coord_add(i, &iv[0], &vv[0], idx.shape[0] - 1, &o1[0],
                        NULL if o2 is None else &o2[0], c2)
 
-    def solve_coords_py(self, i, w):
+    def solve_coords_py(self, i, w, psi=True):
         """``solve`` with the compact buffers: ``(labels, psi, q, theta, loss, score)``,
-        psi a dense d-vector and q dense in the block's coordinates."""
+        psi a dense d-vector and q dense in the block's coordinates.
+
+        ``psi=False`` sets ``Corner.coords_only`` (the oracle may skip psi); psi
+        is then None.
+        """
         i = self._check_compact(i)
         cdef const float64_t[::1] wv = check_weights(w, self.n_features)
-        cdef CornerBuffer buf = CornerBuffer(self, compact=True)
+        cdef CornerBuffer buf = CornerBuffer(self, compact=True, psi=bool(psi))
         self.solve(i, &wv[0], &buf.corner)
-        return (buf.labels(), buf.dense_psi(self.n_features), buf.dense_coords(i),
-                buf._theta[:self.block_coords(i)].copy(), buf.corner.loss, buf.corner.score)
+        return (buf.labels(), buf.dense_psi(self.n_features) if psi else None,
+                buf.dense_coords(i), buf._theta[:self.block_coords(i)].copy(),
+                buf.corner.loss, buf.corner.score)
 
     def evaluate_coords_py(self, i, labels, w):
         """``evaluate`` with the compact buffers: ``(psi, q, loss, score)``."""
