@@ -19,11 +19,13 @@ STEP_VARIANTS = [dict(step="fw"), dict(step="away"), dict(step="pairwise"),
                  dict(step="fw", cache=True, n_samples=2)]
 
 
-def _chain(seed=0, n=30, max_len=5):
+def _chain(seed=0, n=30, max_len=5, blocks="dense"):
+    """A small chain problem; dense blocks unless asked, so Python oracles of the same
+    model (BruteForceOracle) can continue its states."""
     rng = np.random.default_rng(seed)
     X = [rng.normal(size=(rng.integers(1, max_len + 1), 4)) for _ in range(n)]
     Y = [rng.integers(0, 3, len(x)).astype(np.int32) for x in X]
-    return ChainModel(n_states=3, n_features=4), X, Y
+    return ChainModel(n_states=3, n_features=4, blocks=blocks), X, Y
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """How a benchmark picks the chain's block storage, and what it reports of memory.
 
-``--blocks`` of the chain scripts is ``ChainModel(blocks=...)``; the scripts report the bytes of a solver state's block
-storage and the process's peak resident set size.
+``--blocks`` of the chain scripts is ``ChainModel(blocks=...)``; the scripts report the
+bytes of a solver state's block storage and the process's peak resident set size.
 """
 
 from __future__ import annotations
