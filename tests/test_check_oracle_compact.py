@@ -22,6 +22,22 @@ EXAMPLE = Path(__file__).parent.parent / "examples" / "oracles" / "multilabel_or
 
 FAULTS = '''
 
+
+cdef class ExpandOnlyOracle(MultiLabelOracle):
+    """MultiLabelOracle with the protocol's defaults of coord_sqnorm and coord_add
+    (written through coord_expand) instead of its own fast versions."""
+
+    def __reduce__(self):
+        return (ExpandOnlyOracle, (np.asarray(self.X), np.asarray(self.Y)))
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        return MaxOracle.coord_sqnorm(self, i, idx, val, nnz)
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        return MaxOracle.coord_add(self, i, idx, val, nnz, out, out2, c2)
+
 cdef class FaultyOracle(MultiLabelOracle):
     """MultiLabelOracle with one identity of its basis broken (``fault``)."""
     cdef public str fault
@@ -147,6 +163,18 @@ def test_the_gallery_oracle_is_compact_and_passes(compiled):
     runs = [solve(o, 0.1, max_passes=5, random_state=0) for o in (dense, oracle)]
     assert runs[1].state.block_storage == "compact"
     np.testing.assert_allclose(runs[1].w, runs[0].w, rtol=1e-9, atol=1e-12)
+
+
+def test_the_protocol_defaults_of_sqnorm_and_add_are_right(compiled):
+    """An oracle that implements only block_coords, coord_scores and coord_expand
+    (the defaults do the rest) passes check_oracle and trains like the full one."""
+    X, Y = _data(n=8, n_inputs=40)           # A_i e of many entries: the heap sort
+    lean = compiled.ExpandOnlyOracle(X, Y)
+    check_oracle(lean, Y=list(Y))
+    runs = [solve(o, 0.1, max_passes=5, random_state=0, cache=cache)
+            for o in (compiled.MultiLabelOracle(X, Y), lean) for cache in (False, True)]
+    np.testing.assert_allclose(runs[2].w, runs[0].w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(runs[3].w, runs[1].w, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("fault", list(IDENTITIES))
