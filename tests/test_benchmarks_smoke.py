@@ -197,7 +197,7 @@ def test_bench_ocr_script_blocks(monkeypatch, tmp_path, capsys):
     assert "memory: compact blocks" in printed and "peak RSS" in printed
     memory = {b: r["memory"] for b, r in reports.items()}
     assert {b: m["block_storage"] for b, m in memory.items()} == {
-        "auto": "dense", "dense": "dense", "sparse": "sparse", "compact": "compact"}
+        "auto": "compact", "dense": "dense", "sparse": "sparse", "compact": "compact"}
     n, d = 12, reports["dense"]["data"]["n_features"]
     assert memory["dense"]["block_bytes"] == 8 * n * d
     assert memory["compact"]["block_bytes"] < memory["dense"]["block_bytes"] / 2
@@ -211,21 +211,22 @@ def test_bench_ocr_script_blocks(monkeypatch, tmp_path, capsys):
     gaps = {b: r["gap"]["2"]["averaged"] for b, r in reports.items()}
     assert gaps["sparse"] == pytest.approx(gaps["dense"], rel=1e-7)
     assert 0.0 < gaps["compact"] == pytest.approx(gaps["dense"], rel=0.1)
+    assert gaps["auto"] == gaps["compact"]
 
 
 def test_bench_conll_script_blocks(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SSVM_DATA_HOME", raising=False)
     script = load_bench_script("bench_conll")
     reports = {}
-    for blocks in ("auto", "compact"):
+    for blocks in ("sparse", "compact"):
         out = tmp_path / f"conll-{blocks}.json"
         reports[blocks] = script.main(["--synthetic", "20", "--passes", "2", "--repeat", "1",
                                        "--blocks", blocks, "--json", str(out)])
         assert json.loads(out.read_text()) == json.loads(json.dumps(reports[blocks]))
     assert "compact blocks (--blocks compact)" in capsys.readouterr().out
-    auto, compact = (reports[b]["data"] for b in ("auto", "compact"))
-    assert (auto["block_storage"], compact["block_storage"]) == ("sparse", "compact")
-    for data in (auto, compact):
+    sparse, compact = (reports[b]["data"] for b in ("sparse", "compact"))
+    assert (sparse["block_storage"], compact["block_storage"]) == ("sparse", "compact")
+    for data in (sparse, compact):
         entries = data["block_entries"]
         value_bytes = 8 * entries
         index_bytes = 4 * entries if data["block_storage"] == "sparse" else 0
@@ -233,7 +234,7 @@ def test_bench_conll_script_blocks(monkeypatch, tmp_path, capsys):
     assert reports["compact"]["settings"]["blocks"] == "compact"
     assert reports["compact"]["peak_rss_bytes"] > 10 * 2 ** 20
     assert reports["compact"]["gap"]["averaged"] == pytest.approx(
-        reports["auto"]["gap"]["averaged"], rel=1e-7)
+        reports["sparse"]["gap"]["averaged"], rel=1e-7)
 
 
 def test_bench_blocks_script(tmp_path, capsys):

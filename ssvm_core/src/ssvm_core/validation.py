@@ -69,3 +69,40 @@ def check_box(box, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     if np.isposinf(lower).any() or np.isneginf(upper).any():
         raise ValueError("infeasible box: a lower bound is +inf or an upper bound -inf")
     return lower, upper
+
+
+#: The block storages a model's ``blocks`` option names ("auto": the model's choice).
+BLOCK_STORAGES = ("auto", "dense", "sparse", "compact")
+
+
+def check_blocks(blocks: str, offered: tuple[str, ...]) -> str:
+    """A model's ``blocks`` option, checked against the storages its oracle offers.
+
+    Parameters
+    ----------
+    blocks : {"auto", "dense", "sparse", "compact"}
+        How the solvers keep each block's dual vector: a d-vector ("dense"),
+        its entries on the block's feature support ("sparse"), or coordinates in
+        the oracle's block basis ("compact"); "auto" lets the model choose
+        (compact whenever it offers a basis).
+    offered : tuple of str
+        The storages the model's oracle offers.
+
+    Returns
+    -------
+    str
+        ``blocks`` itself.
+
+    Raises
+    ------
+    ValueError
+        If ``blocks`` is not one of ``BLOCK_STORAGES`` or the model does not
+        offer it.
+    """
+    if blocks not in BLOCK_STORAGES:
+        raise ValueError(f"blocks must be one of {', '.join(map(repr, BLOCK_STORAGES))}, "
+                         f"got {blocks!r}")
+    if blocks != "auto" and blocks not in offered:
+        raise ValueError(f"blocks={blocks!r} is not offered by this model (it offers "
+                         f"{', '.join(map(repr, ('auto',) + offered))})")
+    return blocks
