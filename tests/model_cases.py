@@ -33,12 +33,12 @@ def _graphs(rng, n, n_nodes, F, K):
 
 def chain():
     X, Y = synthetic.chain(12, length=(3, 6), n_states=3, n_features=4, random_state=0)
-    return so.ChainModel(n_states=3), X, Y
+    return so.ChainModel(n_states=3, blocks="dense"), X, Y
 
 
 def chain_compact():
     X, Y = synthetic.ocr_like(8, random_state=1)
-    return so.ChainModel(n_states=26, compact_blocks=True), X, Y
+    return so.ChainModel(n_states=26, blocks="compact"), X, Y
 
 
 def multiclass():
