@@ -130,3 +130,17 @@ def test_a_long_chain_needs_no_quadratic_memory():
     dense, compact = (solve(ChainModel(3, blocks=b).bind(X, Y), 0.1, max_passes=4,
                             random_state=0) for b in ("dense", "compact"))
     np.testing.assert_allclose(compact.w, dense.w, rtol=1e-7, atol=1e-9)
+
+
+def test_features_whose_gram_overflows_train_as_on_dense_blocks():
+    """Features of magnitude 1e155 overflow a token Gram (1e310): such sequences keep no
+    Gram and sum their norms from the token rows, as dense storage does."""
+    rng = np.random.default_rng(8)
+    X = [rng.normal(size=(4, 3)) * 1e155 for _ in range(6)] + [rng.normal(size=(3, 3))]
+    Y = [rng.integers(0, 3, size=len(x)) for x in X]
+    runs = [solve(ChainModel(3, blocks=b).bind(X, Y), 0.1, max_passes=3, random_state=0)
+            for b in ("dense", "compact")]
+    for run in runs:
+        assert np.all(np.isfinite(run.w)) and np.isfinite(run.gap)
+        run.state.check()
+    np.testing.assert_allclose(runs[1].w, runs[0].w, rtol=1e-9, atol=0)

@@ -313,7 +313,9 @@ def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
                    intp_t n_features):
     """Per sequence of at most ``GRAM_MAX_TOKENS`` tokens the T x T matrix
     <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1], flattened row-major into one
-    array, with the offsets ``ptr`` (``(ptr, grams)``; longer sequences get none)."""
+    array, with the offsets ``ptr`` (``(ptr, grams)``).  Longer sequences get
+    none, and neither do sequences whose Gram overflows (features of magnitude
+    1e155 and more): their norms are summed from the token rows."""
     cdef intp_t n = seq_ptr.shape[0] - 1, i, T, t, s, p, t0
     ptr = np.zeros(n + 1, dtype=np.intp)
     cdef intp_t[::1] pv = ptr
@@ -343,6 +345,16 @@ def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
                     g[pv[i] + s * T + t] = acc
                 for p in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                     row[feat_idx[p]] = 0.0
+    sizes = np.diff(ptr)
+    finite = np.isfinite(grams)
+    if not finite.all():                # keep only the Grams without overflow
+        owner = np.repeat(np.arange(n), sizes)
+        bad = np.zeros(n, dtype=bool)
+        bad[owner[~finite]] = True
+        keep = ~bad[owner]
+        sizes[bad] = 0
+        ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        grams = grams[keep]
     return ptr, grams
 
 
@@ -475,7 +487,7 @@ cdef class ChainOracle(MaxOracle):
         if not self._binary:
             ssvm_prefetch(&self.feat_val[p0], (p1 - p0) * sizeof(float64_t))
         ssvm_prefetch(&self.labels[t0], T * sizeof(int32_t))
-        if self.max_coords > 0 and T <= _GRAM_MAX_TOKENS:
+        if self.max_coords > 0 and self._gram_ptr[i + 1] > self._gram_ptr[i]:
             ssvm_prefetch(&self._grams[self._gram_ptr[i]], T * T * sizeof(float64_t))
 
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
@@ -506,7 +518,7 @@ cdef class ChainOracle(MaxOracle):
         cdef float64_t total = 0.0, cross = 0.0, row
         cdef intp_t small[2 * _SQNORM_STACK]
         cdef intp_t* tk = small                 # token of entry j at 2 j, state at 2 j + 1
-        if T > _GRAM_MAX_TOKENS:
+        if self._gram_ptr[i + 1] == self._gram_ptr[i]:      # no stored Gram
             return self._sqnorm_by_rows(i, idx, val, nnz)
         while n_tok < nnz and idx[n_tok] < TK:
             n_tok += 1
@@ -535,7 +547,7 @@ cdef class ChainOracle(MaxOracle):
     cdef float64_t _sqnorm_by_rows(self, intp_t i, const int32_t* idx, const float64_t* val,
                                    intp_t nnz) except? -1 nogil:
         """||A_i e||^2 in time and memory linear in the direction's token rows (for
-        sequences longer than ``GRAM_MAX_TOKENS``): per state k, ||sum_t e[t, k] x_t||^2
+        sequences without a stored Gram, see ``sequence_grams``): per state k, ||sum_t e[t, k] x_t||^2
         summed in an F-vector, plus (sum_t e[t, k])^2 (bias) and the squares of
         the start and end entries, plus the transitions' squares."""
         cdef _Tokens x = self._tokens(i)
