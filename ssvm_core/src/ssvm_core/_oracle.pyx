@@ -388,8 +388,9 @@ cdef class PythonOracle(MaxOracle):
         return None if support is None else support(i)
 
     def __getattr__(self, name):
-        # the wrapped object's other attributes (e.g. ``weight_bounds``)
-        if self.obj is None or name.startswith("__"):
+        # the wrapped object's other attributes (e.g. ``weight_bounds``), but not
+        # ``take_blocks``: a distributed executor's shard must be a MaxOracle
+        if self.obj is None or name.startswith("__") or name == "take_blocks":
             raise AttributeError(name)
         return getattr(self.obj, name)
 

@@ -135,8 +135,10 @@ cdef class _Wrapper(MaxOracle):
         self.max_expand = self.oracle.max_expand
 
     def __getattr__(self, name):
-        # only reached for names this class does not define
-        if self.oracle is None or name.startswith("__"):
+        # only reached for names this class does not define; ``take_blocks`` (a
+        # shard of the oracle, for distributed executors) is not forwarded: the
+        # inner oracle's shard would drop what the wrapper does
+        if self.oracle is None or name.startswith("__") or name == "take_blocks":
             raise AttributeError(name)
         return getattr(self.oracle, name)
 
