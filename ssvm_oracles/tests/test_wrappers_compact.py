@@ -124,3 +124,17 @@ def test_wrappers_forward_other_attributes_and_exactness():
     assert ApproximateOracle(oracle, 1.0).exact
     with pytest.raises(AttributeError):
         counting.no_such_attribute  # noqa: B018
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(step="away", n_samples=3)], ids=["bcfw", "away"])
+def test_an_approximate_compact_oracle_matches_the_approximate_dense_one(kw):
+    """nu < 1 returns remembered labellings: their coordinates come from ``evaluate``."""
+    X, Y = _data(4)
+    compact = ApproximateOracle(_compact(X, Y), 0.5, memory=3)
+    dense = ApproximateOracle(_dense(X, Y), 0.5, memory=3)
+    runs = [solve(o, 0.1, max_passes=8, gap_check_every=4, random_state=0, **kw)
+            for o in (compact, dense)]
+    assert runs[0].state.block_storage == "compact"
+    assert compact.approximate_answers.sum() > 0
+    np.testing.assert_allclose(runs[0].w, runs[1].w, rtol=1e-7, atol=1e-9)
+    runs[0].state.check()
