@@ -16,7 +16,16 @@ import ssvm_data
 from ssvm.use import add_commands as add_use_commands
 from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM, save_model
 from ssvm_core.files import check_writable_folder, save_json
-from ssvm_core.options import BY_NAME, OPTIONS, SAMPLINGS, STEPS, Boolean, Choice
+from ssvm_core.options import (
+    BY_NAME,
+    OPTIONS,
+    ORDER_SAMPLINGS,
+    SAMPLINGS,
+    STEPS,
+    Boolean,
+    Choice,
+    needs_active_sets,
+)
 
 DEFAULT_DATASET = "default"
 
@@ -73,9 +82,7 @@ def _train(args: argparse.Namespace) -> int:
         FrankWolfeSSVM(model, lam=lam, C=args.C, batch=args.solver == "fw",
                          **{name: getattr(args, name) for name in _TRAIN_OPTIONS},
                          random_state=args.seed, callback=progress, executor=executor,
-                         warm_start=args.resume is not None,
-                         # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-                         box="model" if hasattr(model, "weight_bounds") else None)
+                         warm_start=args.resume is not None)
     if state is not None:
         svm.state_ = state
     start = time.perf_counter()
@@ -129,7 +136,8 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
-    if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
+    if (args.sampling not in ORDER_SAMPLINGS
+            or needs_active_sets(args.step, args.cache, args.n_samples)):
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
@@ -170,8 +178,6 @@ def _path(args: argparse.Namespace) -> int:
         model, X, Y, eps=args.eps, kappa=args.kappa, lam_min=args.lam_min,
         max_breakpoints=args.max_breakpoints, heuristic=args.heuristic, step=args.step,
         sampling=args.sampling, cache=not args.no_cache,
-        # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-        box="model" if hasattr(model, "weight_bounds") else None,
         max_passes=args.max_passes, gap_check_every=args.gap_check_every,
         random_state=args.seed, n_jobs=args.n_jobs, callback=progress)
     # test scores at up to --max-scored breakpoints spread along the path (decoding the

@@ -352,7 +352,7 @@ def test_get_params_set_params_round_trip():
     assert params == {"model": model, "lam": 0.3, "C": None, "batch": True,
                       "line_search": False, "sampling": "perm", "step": "fw", "cache": False,
                       "cache_size": 50, "cache_factor": 0.25, "cache_nu": 0.01,
-                      "n_samples": 1, "psi_float32": False, "box": None,
+                      "n_samples": 1, "psi_float32": False, "box": "auto",
                       "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
                       "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,

@@ -15,7 +15,9 @@ Examples
 >>> result = solve(oracle, lam=0.1, tol=1e-3, random_state=0)
 >>> result.status, result.certified, bool(result.gap <= 1e-3)
 ('converged', True, True)
->>> bool(duality_gap(oracle, result.state) == result.gap)  # the returned iterate is the plain one
+>>> result.iterate  # the weighted average of the iterates, certified by its own gap
+'average'
+>>> bool(duality_gap(oracle, result.state, averaged=True) == result.gap)
 True
 >>> svm = FrankWolfeSSVM(model, lam=0.1, random_state=0).fit(X, Y)
 >>> bool(svm.gap_ <= 1e-3), svm.score(X, Y)  # score: 1 - mean loss on the training set

@@ -457,6 +457,9 @@ cdef class PythonOracle(MaxOracle):
     is ``L_i(y) >= 0``.  It may define ``max_psi_nnz`` (defaults to
     ``n_features``) and ``block_support(i)``.  Each call takes the GIL once;
     every answer is checked and a wrong shape or value raises ``ValueError``.
+    ``w`` is a read-only copy of the solver's iterate that owns its memory:
+    the object may keep it.  Other attributes of the object (e.g.
+    ``weight_bounds``) are read through the adapter.
     """
 
     def __cinit__(self, obj):
@@ -477,7 +480,6 @@ cdef class PythonOracle(MaxOracle):
             raise ValueError("an oracle needs n_blocks >= 1, n_features >= 1 and max_labels >= 0")
         self.dense_psi = False
         self.needs_gil = True
-        self._w_ptr = NULL
 
     def __reduce__(self):
         return (PythonOracle, (self.obj,))
@@ -491,14 +493,21 @@ cdef class PythonOracle(MaxOracle):
         support = getattr(self.obj, "block_support", None)
         return None if support is None else support(i)
 
+    def __getattr__(self, name):
+        # the wrapped object's other attributes (e.g. ``weight_bounds``), but not
+        # ``take_blocks``: a distributed executor's shard must be a MaxOracle
+        if self.obj is None or name.startswith("__") or name == "take_blocks":
+            raise AttributeError(name)
+        return getattr(self.obj, name)
+
     cdef object _view_of(self, const float64_t* w):
-        # A read-only NumPy view of w, reused while the solver passes the same buffer.
-        if w != self._w_ptr:
-            view = np.asarray(<float64_t[:self.n_features]> <float64_t*> w)
-            view.flags.writeable = False
-            self._w_view = view
-            self._w_ptr = w
-        return self._w_view
+        # A read-only copy of w that owns its memory: the object may keep it
+        # (log it, memoise on it) and it stays intact and equal to that
+        # iterate after the solver moves on or frees its buffer.  (The
+        # ``_w_view`` and ``_w_ptr`` fields of the .pxd are no longer used.)
+        arr = np.array(<float64_t[:self.n_features]> <float64_t*> w)
+        arr.flags.writeable = False
+        return arr
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         with gil:

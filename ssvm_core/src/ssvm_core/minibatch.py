@@ -34,6 +34,7 @@ from ssvm_core import _active, _fw
 from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import Executor
+from ssvm_core.options import SAMPLINGS, sampling_order
 from ssvm_core.state import SolverState
 from ssvm_core.step_counts import StepCounts
 
@@ -48,9 +49,10 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
     ----------
     rng : numpy Generator
         Randomness of the draws.
-    sampling : {"uniform", "perm", "gap"}
+    sampling : {"uniform", "perm", "gap", "seq"}
         ``uniform``: tau blocks drawn uniformly without replacement per round;
-        ``perm``: consecutive chunks of one fresh permutation; ``gap``: the
+        ``perm``: consecutive chunks of one fresh permutation; ``seq``:
+        consecutive chunks of 0, 1, ..., n - 1; ``gap``: the
         never-visited blocks first (in random order), then tau blocks per round
         drawn without replacement with probability proportional to their
         current gap estimates (read when the round is drawn, so the steps of
@@ -66,8 +68,8 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
     ndarray of intp
     """
     n = state.n_blocks
-    if sampling == "perm":
-        order = rng.permutation(n).astype(np.intp)
+    if sampling in ("perm", "seq"):
+        order = sampling_order(rng, sampling, n)
         for start in range(0, n, tau):
             yield order[start:start + tau]
         return
@@ -76,7 +78,7 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
             yield _distinct_uniform(rng, n, min(tau, n - start))
         return
     if sampling != "gap":
-        raise ValueError(f"sampling must be 'uniform', 'perm' or 'gap', got {sampling!r}")
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
     for start in range(0, n, tau):
         size = min(tau, n - start)
@@ -142,7 +144,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         Draws the rounds (see ``round_blocks``).
     tau : int
         Blocks per round.
-    sampling : {"uniform", "perm", "gap"}, default "uniform"
+    sampling : {"uniform", "perm", "gap", "seq"}, default "uniform"
         See ``round_blocks``.
     line_search : bool, default True
         False: the predefined step 2n / (k + 2n) (FW steps).

@@ -17,12 +17,12 @@ from ssvm_core.base import BaseSSVM
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
-from ssvm_core.options import NAMES, validate, with_options_doc
+from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
 from ssvm_core.state import SolverState
-from ssvm_core.validation import check_box, check_lam
+from ssvm_core.validation import check_lam, resolve_box
 
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
@@ -69,8 +69,8 @@ class SolveResult:
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           sampling: str = "uniform", step: str = "fw", cache: bool = False,
           cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
-          n_samples: int = 1, psi_float32: bool = False, box=None,
-          averaging: str | bool = "best",
+          n_samples: int = 1, psi_float32: bool = False, box="auto",
+          averaging: str | bool = "average",
           tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
@@ -116,6 +116,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     """
     # the signature is the options table (a test checks it): validate its values
     options = validate({name: value for name, value in locals().items() if name in NAMES})
+    box = resolve_box(box, oracle)
     oracle = as_oracle(oracle)
     lam = check_lam(lam)
     mode = options["averaging"]
@@ -123,10 +124,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     n_jobs = effective_n_jobs(n_jobs)
     pool = resolve_executor(executor, n_jobs)
     rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
-    # A state that keeps active sets keeps them whatever the step: plain FW
-    # steps then go through the active-set kernel, so alpha never drifts from v.
-    active_sets = (step != "fw" or cache or n_samples > 1
-                   or (state is not None and state.atoms is not None))
+    active_sets = needs_active_sets(step, cache, n_samples, state)
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
     rng = np.random.default_rng(random_state)
@@ -319,7 +317,7 @@ def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, 
     if box is None and state.has_box:
         raise ValueError("the state was trained with a box; pass the same box to continue")
     if box is not None:
-        lower, upper = check_box(box, oracle.n_features)
+        lower, upper = box
         if not (state.has_box and np.array_equal(lower, state.lower)
                 and np.array_equal(upper, state.upper)):
             raise ValueError("the state's box differs from box=: warm starts keep the box")
@@ -350,8 +348,7 @@ def _block_order(rng, sampling: str, state: SolverState):
     if sampling == "gap":
         unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
         return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
-    order = rng.permutation(n) if sampling == "perm" else rng.integers(0, n, size=n)
-    return order.astype(np.intp), None
+    return sampling_order(rng, sampling, n), None
 
 
 class FrankWolfeSSVM(BaseSSVM):
@@ -372,10 +369,10 @@ class FrankWolfeSSVM(BaseSSVM):
     verbose, batch_blocks, executor :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
-    box : (lower, upper), "model" or None
-        Box constraints on w (see ``ssvm_core.solve``); ``"model"`` takes
-        them from ``model.weight_bounds()`` (models whose oracle needs signs
-        on some weights, e.g. graph cuts).
+    box : "auto", "model", (lower, upper) or None, default "auto"
+        Box constraints on w (see ``ssvm_core.solve``): by default the
+        bounds the model's oracle declares (``weight_bounds()``: graph cuts,
+        pose trees), else none.
     warm_start : bool
         Continue from ``state_`` of the previous fit (same training set).
 
@@ -405,7 +402,7 @@ class FrankWolfeSSVM(BaseSSVM):
                  batch: bool = False, line_search: bool = True, sampling: str = "uniform",
                  step: str = "fw", cache: bool = False, cache_size: int = 50,
                  cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
-                 psi_float32: bool = False, box=None, averaging: str | bool = "best",
+                 psi_float32: bool = False, box="auto", averaging: str | bool = "average",
                  tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
@@ -445,7 +442,6 @@ class FrankWolfeSSVM(BaseSSVM):
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
         oracle, lam, state = self._prepare_fit(X, Y)
         options = {name: getattr(self, name) for name in NAMES}
-        options["box"] = self._resolve_box()
         result = solve(oracle, lam, state=state, **options)
         self.lam_ = lam
         self.w_ = result.w
@@ -457,14 +453,3 @@ class FrankWolfeSSVM(BaseSSVM):
         self.certified_ = result.certified
         self.iterate_ = result.iterate
         return self
-
-    def _resolve_box(self):
-        if isinstance(self.box, str):
-            if self.box != "model":
-                raise ValueError(f"box must be (lower, upper), 'model' or None, got {self.box!r}")
-            bounds = getattr(self.model, "weight_bounds", None)
-            if bounds is None:
-                raise ValueError(f"box='model' but {type(self.model).__name__} has no "
-                                 "weight_bounds()")
-            return bounds()
-        return self.box

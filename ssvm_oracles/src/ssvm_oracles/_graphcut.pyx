@@ -105,6 +105,17 @@ cdef int _raise_nonsubmodular(intp_t k, float64_t value) except -1 nogil:
         raise NonSubmodularError.for_weight(k, value)
 
 
+def graphcut_weight_bounds(intp_t n_unary, intp_t n_pairwise):
+    """Box ``(lower, upper)`` under which the graph-cut oracle is exact.
+
+    ``lower`` is -inf on the n_unary unary weights and 0 on the n_pairwise
+    pairwise ones (submodular energies); ``upper`` is +inf everywhere.
+    """
+    lower = np.full(n_unary + n_pairwise, -np.inf)
+    lower[n_unary:] = 0.0
+    return lower, np.full(n_unary + n_pairwise, np.inf)
+
+
 @cython.final
 cdef class GraphCutOracle(MaxOracle):
     """Exact loss-augmented min-cut oracle of ``GraphCutModel`` for n bound images.
@@ -190,6 +201,11 @@ cdef class GraphCutOracle(MaxOracle):
         if self.single:
             return np.asarray(self.pairwise32)[:n_edges]
         return np.asarray(self.pairwise64)[:n_edges]
+
+    def weight_bounds(self):
+        """Box ``(lower, upper)`` under which ``solve`` is exact (w_P >= 0, see
+        ``graphcut_weight_bounds``); ``solve``'s default ``box="auto"`` trains in it."""
+        return graphcut_weight_bounds(self.n_unary, self.n_pairwise)
 
     def __reduce__(self):
         cdef intp_t nnz = self.row_ptr[self.row_ptr.shape[0] - 1]

@@ -73,7 +73,8 @@ class ChainModel(StructuredModel):
     >>> oracle = model.bind(X, Y)
     >>> model.size_joint_feature  # emission F K + transition K K + bias, start, end 3 K
     24
-    >>> result = solve(oracle, lam=1.0, step="pairwise", tol=1e-3, random_state=0)
+    >>> result = solve(oracle, lam=1.0, step="pairwise", averaging="best", tol=1e-3,
+    ...                random_state=0)
     >>> result.status, result.certified
     ('converged', True)
     >>> brute = BruteForceOracle(model, X, Y)

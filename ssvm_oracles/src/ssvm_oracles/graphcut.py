@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_weights
-from ssvm_oracles._graphcut import GraphCutOracle
+from ssvm_oracles._graphcut import GraphCutOracle, graphcut_weight_bounds
 from ssvm_oracles._maxflow import min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
@@ -214,6 +214,10 @@ class PyMaxflowOracle:
         self.max_labels, self.max_psi_nnz = oracle.max_labels, oracle.max_psi_nnz
         self.n_unary = oracle.n_unary
 
+    def weight_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box of the bound :class:`GraphCutOracle` (w_P >= 0)."""
+        return self.oracle.weight_bounds()
+
     def solve(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         im, truth = self.images[i], self.labels[i]
         w_pairwise = w[self.n_unary:]
@@ -329,10 +333,7 @@ class GraphCutModel(StructuredModel):
             ``lower`` is -inf on the unary weights and 0 on the pairwise ones;
             ``upper`` is +inf everywhere.
         """
-        n_unary, n_pairwise = self._counts()
-        lower = np.full(n_unary + n_pairwise, -np.inf)
-        lower[n_unary:] = 0.0
-        return lower, np.full(n_unary + n_pairwise, np.inf)
+        return graphcut_weight_bounds(*self._counts())
 
     def _check_X(self, X: Sequence) -> list[_Image]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
