@@ -21,6 +21,9 @@ class _GridInputs:
         return make_grid_edges(x, neighborhood=self.neighborhood)
 
     def _shape_y(self, x, labels):
+        """Labels as an (H, W) image; relaxed node marginals as (H, W, K)."""
+        if isinstance(labels, tuple):
+            return (np.asarray(labels[0]).reshape(*np.shape(x)[:2], -1), labels[1])
         return np.asarray(labels).reshape(np.shape(x)[:2])
 
 
