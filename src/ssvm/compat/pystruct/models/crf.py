@@ -108,11 +108,15 @@ class CRF(StructuredModel):
         if isinstance(y, tuple):
             nodes = np.asarray(y[0], dtype=np.float64).reshape(n_nodes, K)
             return nodes, np.asarray(y[1], dtype=np.float64).reshape(-1, K, K)
-        nodes = one_hot(y, K)
+        nodes = one_hot(self._flat_labels(x, y), K)
         if nodes.shape[0] != n_nodes:
             raise ValueError(f"y has {nodes.shape[0]} labels for {n_nodes} nodes")
         edges = self._get_edges(x)
         return nodes, nodes[edges[:, 0], :, None] * nodes[edges[:, 1], None, :]
+
+    def _flat_labels(self, x, y) -> np.ndarray:
+        """The labelling y of x as a flat array (one label per node)."""
+        return np.asarray(y).ravel()
 
     def _decode(self, x, w, unary, relaxed, return_energy):
         """``inference_dispatch`` on this example's potentials, labels in the shape of y."""
@@ -139,7 +143,7 @@ class CRF(StructuredModel):
         """argmax_y' <w, phi(x, y')> + loss(y, y') with ``inference_method`` (as ``inference``)."""
         self.inference_calls += 1
         unary = self._get_unary_potentials(x, w)
-        self.loss_augment_unaries(unary, y)
+        self.loss_augment_unaries(unary, self._flat_labels(x, y))
         return self._decode(x, w, unary, relaxed, return_energy)
 
     def continuous_loss(self, y, y_hat) -> float:
@@ -178,7 +182,7 @@ class CRF(StructuredModel):
         if self._unary_only(X):
             return super().bind(X, Y)
         return self.ssvm_model().bind([self.ssvm_input(x) for x in X],
-                                      [np.asarray(y).ravel() for y in Y])
+                                      [self._flat_labels(x, y) for x, y in zip(X, Y)])
 
     def batch_inference(self, X, w, relaxed=None, constraints=None) -> list:
         """Decoding of every input through the compiled oracle."""
