@@ -18,9 +18,9 @@ Words that are not a module path (``"Score with pystruct n-slack ssvm"``) are le
 
 What pystruct's files need from 2013-era libraries is provided outside the rewritten files, by
 :func:`legacy_shims` for the duration of a test: numpy's removed aliases (``np.int``,
-``np.float``, ``np.bool``, ``np.object``, ``np.complex``, ``np.str``) and stand-ins for the
-``nose`` and ``nose.tools`` modules (``SkipTest`` and nose's snake-case ``assert_*`` helpers,
-made, as nose made them, from ``unittest.TestCase``'s assertion methods).
+``np.float``, ``np.object``, ``np.complex``, ``np.str``; ``np.bool`` where numpy lacks it)
+and stand-ins for the ``nose`` and ``nose.tools`` modules (``SkipTest`` and nose's snake-case
+``assert_*`` helpers, made, as nose made them, from ``unittest.TestCase``'s assertion methods).
 """
 
 from __future__ import annotations
