@@ -473,8 +473,8 @@ cdef class GraphOracle(MaxOracle):
             self.max_coords = max(int(coords.max()), 1)
             node_q = n_nodes * (2 if unary_mode == "onehot" else 1)
             self.max_coord_nnz = max(int(np.max(node_q + pair_psi)), 1)
-            self.max_expand = max(int(np.max(node_nnz * self._node_coords
-                                              + np.where(n_edges > 0, size_pair, 0))), 1)
+            expand = node_nnz * self._node_coords + np.where(n_edges > 0, size_pair, 0)
+            self.max_expand = max(int(expand.max()), 1)
 
     def __reduce__(self):
         return (GraphOracle, self._args)
@@ -893,12 +893,10 @@ cdef class GraphOracle(MaxOracle):
         while n_node < nnz and idx[n_node] < nU:
             n_node += 1
         # the node entries grouped by state (a counting sort)
-        cdef intp_t* first = <intp_t*> checked_malloc((U + 1) * sizeof(intp_t),
-                                                       "Gram norm workspace")
-        cdef intp_t* order = <intp_t*> checked_malloc((n_node + 1) * sizeof(intp_t),
-                                                       "Gram norm workspace")
-        cdef float64_t* acc = <float64_t*> checked_malloc((F + 1) * sizeof(float64_t),
-                                                           "Gram norm workspace")
+        cdef const char* what = "Gram norm workspace"
+        cdef intp_t* first = <intp_t*> checked_malloc((U + 1) * sizeof(intp_t), what)
+        cdef intp_t* order = <intp_t*> checked_malloc((n_node + 1) * sizeof(intp_t), what)
+        cdef float64_t* acc = <float64_t*> checked_malloc((F + 1) * sizeof(float64_t), what)
         memset(first, 0, (U + 1) * sizeof(intp_t))
         memset(acc, 0, (F + 1) * sizeof(float64_t))
         for j in range(n_node):
