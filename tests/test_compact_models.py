@@ -252,13 +252,15 @@ def test_graph_cuts_fill_the_coordinates_without_falling_back():
 
 
 def test_graphs_with_and_without_a_stored_gram_keep_the_identities():
-    """Graphs of more than 256 nodes sum their norms from the node rows."""
+    """A Gram is kept for graphs of at most 256 nodes whose n^2 entries are at most d;
+    other graphs sum their norms from the node rows."""
     rng = np.random.default_rng(5)
-    X = [rng.normal(size=(2, 3, 5)), rng.normal(size=(17, 16, 5)) * (rng.random((17, 16, 5))
-                                                                    < 0.5),
-         rng.normal(size=(3, 3, 5))]
+    X = [rng.normal(size=(2, 3, 40)), rng.normal(size=(17, 16, 40)) * (rng.random((17, 16, 40))
+                                                                      < 0.5),
+         rng.normal(size=(3, 3, 40)), rng.normal(size=(3, 4, 40))]
     Y = [rng.integers(0, 2, size=x.shape[0] * x.shape[1]) for x in X]
     oracle = GridModel(2, blocks="compact").bind(X, Y)
+    assert oracle.n_features == 83                     # 6^2 and 9^2 <= 83 < 12^2 < 272^2
     assert oracle.gram_nbytes == 8 * (6 ** 2 + 9 ** 2)
     check_oracle(oracle, Y=Y)
     for i in range(oracle.n_blocks):

@@ -54,16 +54,18 @@ is kept in n U + P numbers (U = K or 1, P the pairwise weights) instead of d,
 A_i^T w is the unary table that inference computes anyway followed by the
 pairwise weights, and ||A_i e||^2 needs only the n x n node Gram matrix
 G[u, v] = <x_u, x_v>, computed once per graph of at most ``GRAM_MAX_NODES``
-nodes (at most 8 GRAM_MAX_NODES bytes per node); a larger graph's norms are
-summed from the node rows the direction touches (``_sqnorm_by_rows``), in time
-and memory linear in those rows.  Pairwise coordinates are orthonormal columns
+nodes whose n^2 entries are no more than d (so a Gram never costs more than a
+dense block, ``gram_entries``); other graphs' norms are summed from the node
+rows the direction touches (``_node_coords.rows_sqnorm``), in time and memory
+linear in those rows.  Pairwise coordinates are orthonormal columns
 disjoint from the unary ones, so they add their squares.
 """
 
 cimport cython
+from cython cimport floating
 from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
 
 import numpy as np
 
@@ -71,6 +73,7 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
 from ssvm_core._vector cimport checked_malloc, dot_gather, ssvm_prefetch
 from ssvm_oracles._labels cimport check_labelling
+from ssvm_oracles._node_coords cimport gram_sqnorm, rows_sqnorm
 from ssvm_oracles._maxflow cimport min_cut_arcs
 
 from ssvm_oracles._maxflow import arc_lists
@@ -113,8 +116,6 @@ PAIRWISE_MODES = ("symmetric", "directed", "edge_features")
 STORAGES = ("dense", "compact")
 
 cdef enum:
-    # Node-state entries of a direction that coord_sqnorm keeps on the stack (more: malloc)
-    _SQNORM_STACK = 64
     # The most nodes of a graph whose Gram is precomputed (see the module docstring)
     _GRAM_MAX_NODES = 256
 
@@ -318,26 +319,33 @@ cdef void _loopy(const _Block* b, intp_t max_iter, float64_t damping, float64_t*
             break
 
 
+def gram_entries(sizes, intp_t n_features):
+    """Entries of the node Gram kept for each graph of ``sizes`` nodes in a model of
+    d = ``n_features`` weights: n^2 when n <= ``GRAM_MAX_NODES`` and n^2 <= d (a
+    Gram costs no more than a dense block), else 0 (norms from the node rows)."""
+    square = np.square(np.asarray(sizes, dtype=np.int64))
+    return np.where(square <= min(_GRAM_MAX_NODES * _GRAM_MAX_NODES, n_features), square, 0)
+
+
 def node_grams(const intp_t[::1] node_ptr, const intp_t[::1] row_ptr, const int32_t[::1] col,
-               const float64_t[::1] val, intp_t n_features):
-    """Per graph of at most ``GRAM_MAX_NODES`` nodes the n x n matrix <x_u, x_v> of
-    its node features, flattened row-major into one array, with the offsets
-    ``ptr`` (``(ptr, grams)``; larger graphs get none)."""
-    cdef intp_t n_graphs = node_ptr.shape[0] - 1, i, n, u, v, p, v0
+               const floating[::1] val, intp_t n_node_features, intp_t n_features):
+    """The n x n matrices <x_u, x_v> of the node features of the graphs that keep
+    one (``gram_entries``), flattened row-major into one array, with the
+    offsets ``ptr`` (``(ptr, grams)``; other graphs have ptr[i + 1] = ptr[i])."""
+    cdef intp_t n_graphs = node_ptr.shape[0] - 1, i, n, u, v, p, v0, g0
     cdef float64_t s
     ptr = np.zeros(n_graphs + 1, dtype=np.intp)
-    cdef intp_t[::1] pv = ptr
-    for i in range(n_graphs):
-        n = node_ptr[i + 1] - node_ptr[i]
-        pv[i + 1] = pv[i] + (n * n if n <= _GRAM_MAX_NODES else 0)
+    np.cumsum(gram_entries(np.diff(node_ptr), n_features), out=ptr[1:])
+    cdef const intp_t[::1] pv = ptr
     grams = np.zeros(pv[n_graphs])
     cdef float64_t[::1] g = grams
-    cdef float64_t[::1] row = np.zeros(max(n_features, 1))
+    cdef float64_t[::1] row = np.zeros(max(n_node_features, 1))
     with nogil:
         for i in range(n_graphs):
             v0 = node_ptr[i]
             n = node_ptr[i + 1] - v0
-            if n > _GRAM_MAX_NODES:
+            g0 = pv[i]
+            if pv[i + 1] == g0:
                 continue
             for u in range(n):
                 for p in range(row_ptr[v0 + u], row_ptr[v0 + u + 1]):
@@ -346,8 +354,8 @@ def node_grams(const intp_t[::1] node_ptr, const intp_t[::1] row_ptr, const int3
                     s = 0.0
                     for p in range(row_ptr[v0 + v], row_ptr[v0 + v + 1]):
                         s += row[col[p]] * val[p]
-                    g[pv[i] + u * n + v] = s
-                    g[pv[i] + v * n + u] = s
+                    g[g0 + u * n + v] = s
+                    g[g0 + v * n + u] = s
                 for p in range(row_ptr[v0 + u], row_ptr[v0 + u + 1]):
                     row[col[p]] = 0.0
     return ptr, grams
@@ -468,7 +476,8 @@ cdef class GraphOracle(MaxOracle):
             self._node_coords = n_states if unary_mode == "onehot" else 1
             self._pair_coords = size_pair
             self._gram_ptr, self._grams = node_grams(self.node_ptr, self.row_ptr, self.col,
-                                                     self.val, n_node_features)
+                                                     self.val, n_node_features,
+                                                     self.n_features)
             coords = n_nodes * self._node_coords + np.where(n_edges > 0, size_pair, 0)
             self.max_coords = max(int(coords.max()), 1)
             node_q = n_nodes * (2 if unary_mode == "onehot" else 1)
@@ -825,7 +834,7 @@ cdef class GraphOracle(MaxOracle):
             ssvm_prefetch(&self.col[r0], (r1 - r0) * sizeof(int32_t))
             ssvm_prefetch(&self.val[r0], (r1 - r0) * sizeof(float64_t))
         ssvm_prefetch(&self.labels[p0], n * sizeof(int32_t))
-        if self.max_coords > 0 and n <= _GRAM_MAX_NODES:
+        if self.max_coords > 0 and self._gram_ptr[i + 1] > self._gram_ptr[i]:
             ssvm_prefetch(&self._grams[self._gram_ptr[i]], n * n * sizeof(float64_t))
 
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
@@ -846,83 +855,18 @@ cdef class GraphOracle(MaxOracle):
 
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:
-        """sum over node entries (u, k), (v, k) of one state of G[u, v] e[u, k]
-        e[v, k], plus the pairwise entries' squares: O(n_node^2) for the
-        direction's n_node node entries (``_sqnorm_by_rows`` for a graph
-        without a stored Gram)."""
-        cdef intp_t n = self.node_ptr[i + 1] - self.node_ptr[i], U = self._node_coords
-        cdef intp_t nU = n * U, j, j2, n_node = 0
-        cdef const float64_t* G
-        cdef const float64_t* Gv
-        cdef float64_t total = 0.0, cross = 0.0
-        cdef intp_t small[2 * _SQNORM_STACK]
-        cdef intp_t* vk = small                 # node of entry j at 2 j, state at 2 j + 1
-        if n > _GRAM_MAX_NODES:
-            return self._sqnorm_by_rows(i, idx, val, nnz)
-        while n_node < nnz and idx[n_node] < nU:
-            n_node += 1
-        if n_node > _SQNORM_STACK:
-            vk = <intp_t*> checked_malloc(2 * n_node * sizeof(intp_t), "Gram norm workspace")
-        for j in range(n_node):
-            vk[2 * j] = idx[j] // U
-            vk[2 * j + 1] = idx[j] - vk[2 * j] * U
-        G = &self._grams[self._gram_ptr[i]]
-        for j in range(n_node):
-            Gv = G + vk[2 * j] * n
-            total += Gv[vk[2 * j]] * val[j] * val[j]
-            for j2 in range(j + 1, n_node):
-                if vk[2 * j2 + 1] == vk[2 * j + 1]:
-                    cross += Gv[vk[2 * j2]] * val[j] * val[j2]
-        if vk != small:
-            free(vk)
-        total += 2.0 * cross
-        for j in range(n_node, nnz):
-            total += val[j] * val[j]
-        return total
-
-    cdef float64_t _sqnorm_by_rows(self, intp_t i, const int32_t* idx, const float64_t* val,
-                                   intp_t nnz) except? -1 nogil:
-        """||A_i e||^2 in time and memory linear in the direction's node rows (for
-        graphs of more than ``GRAM_MAX_NODES`` nodes): per state k,
-        ||sum_v e[v, k] x_v||^2 summed in an F-vector, plus the pairwise
-        entries' squares."""
+        """The node entries' norm from the graph's Gram (or its node rows), plus the
+        pairwise entries' squares (orthonormal columns, disjoint from the nodes')."""
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
-        cdef intp_t U = self._node_coords, nU = n * U, F = self.n_node_features
-        cdef intp_t j, q, k, p, v, n_node = 0
-        cdef float64_t total = 0.0, a
-        while n_node < nnz and idx[n_node] < nU:
+        cdef intp_t U = self._node_coords, j, n_node = 0
+        cdef float64_t total
+        while n_node < nnz and idx[n_node] < n * U:
             n_node += 1
-        # the node entries grouped by state (a counting sort)
-        cdef const char* what = "Gram norm workspace"
-        cdef intp_t* first = <intp_t*> checked_malloc((U + 1) * sizeof(intp_t), what)
-        cdef intp_t* order = <intp_t*> checked_malloc((n_node + 1) * sizeof(intp_t), what)
-        cdef float64_t* acc = <float64_t*> checked_malloc((F + 1) * sizeof(float64_t), what)
-        memset(first, 0, (U + 1) * sizeof(intp_t))
-        memset(acc, 0, (F + 1) * sizeof(float64_t))
-        for j in range(n_node):
-            first[idx[j] % U + 1] += 1
-        for k in range(U):
-            first[k + 1] += first[k]
-        for j in range(n_node):
-            k = idx[j] % U
-            order[first[k]] = j
-            first[k] += 1
-        q = 0
-        for k in range(U):                      # first[k] is now where state k ends
-            for j in range(q, first[k]):
-                a = val[order[j]]
-                v = p0 + idx[order[j]] // U
-                for p in range(self.row_ptr[v], self.row_ptr[v + 1]):
-                    acc[self.col[p]] += a * self.val[p]
-            for j in range(q, first[k]):        # the squares, zeroed for the next state
-                v = p0 + idx[order[j]] // U
-                for p in range(self.row_ptr[v], self.row_ptr[v + 1]):
-                    total += acc[self.col[p]] * acc[self.col[p]]
-                    acc[self.col[p]] = 0.0
-            q = first[k]
-        free(first)
-        free(order)
-        free(acc)
+        if self._gram_ptr[i + 1] > self._gram_ptr[i]:
+            total = gram_sqnorm(&self._grams[self._gram_ptr[i]], n, U, idx, val, n_node)
+        else:
+            total = rows_sqnorm(&self.row_ptr[p0], &self.col[0], &self.val[0],
+                                self.n_node_features, U, idx, val, n_node)
         for j in range(n_node, nnz):
             total += val[j] * val[j]
         return total

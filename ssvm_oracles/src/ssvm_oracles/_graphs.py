@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm_oracles._graph import GRAM_MAX_NODES, METHODS, GraphOracle, pairwise_size
+from ssvm_oracles._graph import METHODS, GraphOracle, gram_entries, pairwise_size
 
 INFERENCE = ("auto",) + METHODS
 EDGE_ATTRIBUTE = "features"
@@ -228,10 +228,11 @@ def block_storage(blocks: str, sizes: np.ndarray, counts: np.ndarray, *, n_state
 
     Compact blocks take 8 (n U + P) bytes for a graph of n nodes (U = K
     coordinates a node with one-hot unaries, 1 with signed ones; P pairwise
-    weights when the graph has edges) plus its 8 n^2-byte node Gram when
-    n <= ``GRAM_MAX_NODES``; dense ones 8 d bytes.  Graphs with fewer nodes
-    than features (multi-label and binary examples, small graphs over rich
-    features) choose compact blocks, large grids over few features dense ones.
+    weights when the graph has edges) plus its node Gram when it keeps one
+    (``_graph.gram_entries``: 8 n^2 <= 8 d bytes); dense ones 8 d bytes.  Graphs
+    with fewer nodes than features (multi-label and binary examples, small
+    graphs over rich features) choose compact blocks, large grids over few
+    features dense ones.
     """
     if blocks != "auto":
         return blocks
@@ -239,8 +240,7 @@ def block_storage(blocks: str, sizes: np.ndarray, counts: np.ndarray, *, n_state
     U = n_states if unary_mode == "onehot" else 1
     P = pairwise_size(pairwise_mode, n_states, n_edge_features)
     d = n_features * U + P
-    compact = (sizes * U + np.where(counts > 0, P, 0)
-               + np.where(sizes <= GRAM_MAX_NODES, sizes * sizes, 0))
+    compact = sizes * U + np.where(counts > 0, P, 0) + gram_entries(sizes, d)
     return "compact" if compact.sum() <= len(sizes) * d else "dense"
 
 

@@ -135,11 +135,12 @@ class GraphModel(StructuredModel):
         coordinates plus, in a graph with edges, one per pairwise weight, i.e.
         8 (n K + P) bytes for n nodes and P pairwise weights, stepped on their
         nonzeros; its norms use an n x n node Gram (8 n^2 bytes, kept for
-        graphs of at most 256 nodes, ``_graph.GRAM_MAX_NODES``; larger ones
-        sum node rows, so memory stays linear in the nodes). "dense": d = K F + P
-        numbers, 8 d bytes a graph. "auto" chooses compact unless it needs more
-        memory than dense (it does on large graphs over few features, such as
-        image grids). All reach the same iterates up to rounding.
+        graphs of at most 256 nodes, ``_graph.GRAM_MAX_NODES``, whose Gram is
+        no larger than a dense block; other graphs sum node rows, so memory
+        stays linear in the nodes). "dense": d = K F + P numbers, 8 d bytes a
+        graph. "auto" chooses compact unless it needs more memory than dense
+        (it does on large graphs over few features, such as image grids). All
+        reach the same iterates up to rounding.
     """
 
     def __init__(self, n_states: int, n_features: int | None = None,
@@ -327,9 +328,9 @@ class GridModel(GraphModel):
     blocks : {"auto", "compact", "dense"}, default "auto"
         As in :class:`GraphModel`: an H x W image's compact block is H W K
         node-label coordinates plus the P pairwise weights (8 (H W K + P)
-        bytes, with the node Gram for images of at most 256 pixels), a dense
-        one d = K F + P numbers, so "auto" keeps images of more pixels than
-        features dense.
+        bytes, and the node Gram of an image of at most 256 pixels when it is
+        no larger than d), a dense one d = K F + P numbers, so "auto" keeps
+        images of more pixels than features dense.
     neighborhood : {4, 8}
         Grid connectivity.
     directional : bool

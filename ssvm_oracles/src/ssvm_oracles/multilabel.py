@@ -106,8 +106,9 @@ class MultiLabelModel(StructuredModel):
         "auto" chooses unless it needs more memory): one coordinate per label
         (the coefficient of x in that label's weights) plus, with edges, the
         4 n_edges pairwise weights, i.e. 8 (L + 4 n_edges) bytes, and the
-        label Gram (8 L^2 bytes); "dense": d = L F + 4 n_edges numbers, 8 d
-        bytes.  Both reach the same iterates up to rounding.
+        label Gram (8 L^2 bytes, when L^2 <= d and L <= 256); "dense":
+        d = L F + 4 n_edges numbers, 8 d bytes.  Both reach the same iterates
+        up to rounding.
     """
 
     def __init__(self, n_labels: int | None = None, n_features: int | None = None,
