@@ -17,6 +17,7 @@ from ssvm_core.testing.toy import random_chain_data
 from ssvm_oracles import (
     BinaryModel,
     ChainModel,
+    GraphCutModel,
     GraphModel,
     GridModel,
     MulticlassModel,
@@ -320,3 +321,85 @@ def test_graph_models_blocks_option_repr_and_pickling():
     np.testing.assert_array_equal(make("auto").bind(X, Y).coord_sizes(), 4 + 4 * 6)
     make, X, Y = _binary()
     assert SolverState.for_oracle(make("auto").bind(X, Y), 0.1).block_values.size == 20
+
+
+def _graphcut(seed=0, n=8, n_unary=20, n_pairwise=3):
+    """Superpixel-like graphs of 3 to 8 nodes (a path plus chords), some without edges."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for i in range(n):
+        size = int(rng.integers(3, 9))
+        edges = np.array([(v - 1, v) for v in range(1, size)] + [(0, size - 1)])
+        edges = edges[:0] if i == 0 else edges
+        y = (np.arange(size) >= rng.integers(1, size)).astype(int)
+        unary = rng.normal(size=(size, n_unary)) * (rng.random((size, n_unary)) < 0.7)
+        unary[:, 0] += 2.0 * y - 1.0
+        X.append((unary, edges, rng.random((len(edges), n_pairwise))))
+        Y.append(y)
+    return X, Y
+
+
+def _graphcut_box(model, box=None):
+    """The box of a variant intersected with the model's (w_P >= 0: exact min-cuts)."""
+    lower, upper = model.weight_bounds()
+    if box is not None:
+        lower, upper = np.maximum(lower, box[0]), np.minimum(upper, box[1])
+    return lower, upper
+
+
+def test_graphcut_default_storage_is_compact_and_passes_check_oracle():
+    X, Y = _graphcut()
+    model = GraphCutModel()
+    oracle = model.bind(X, Y)
+    assert oracle.storage == "compact" and oracle.compact_blocks
+    np.testing.assert_array_equal(oracle.coord_sizes(),
+                                  [len(y) + (3 if len(x[1]) else 0) for x, y in zip(X, Y)])
+    rng = np.random.default_rng(4)
+    weights = [np.zeros(oracle.n_features)]
+    for scale in (0.1, 1.0, 10.0):
+        w = scale * rng.normal(size=oracle.n_features)
+        w[20:] = np.abs(w[20:])                           # w_P >= 0: submodular
+        weights.append(w)
+    check_oracle(oracle, model=model, X=X, Y=Y, weights=weights)
+    # float32 features take the same basis (the Gram and the rows read either width)
+    single = GraphCutModel(feature_dtype="float32").bind(X, Y)
+    assert single.single and single.storage == "compact"
+    check_oracle(single, weights=weights, Y=Y)
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in
+                                                                  kw.items()) or "bcfw")
+def test_graphcut_compact_iterates_equal_dense_ones_and_are_certified(kw):
+    X, Y = _graphcut()
+    kw = dict(kw, box=_graphcut_box(GraphCutModel(20, 3), kw.get("box")))
+    dense, compact = (solve(GraphCutModel(blocks=blocks).bind(X, Y), 0.1, max_passes=6,
+                            gap_check_every=3, random_state=0, **kw)
+                      for blocks in ("dense", "compact"))
+    assert compact.state.block_storage == "compact"
+    compact.state.check()
+    if any(kw.get(key) == value for key, value in TIES):
+        assert compact.history[-1]["dual"] <= dense.history[-1]["primal"] + 1e-12
+        assert dense.history[-1]["dual"] <= compact.history[-1]["primal"] + 1e-12
+    else:
+        np.testing.assert_allclose(compact.w, dense.w, rtol=1e-7, atol=1e-9)
+    gaps = check_gaps(GraphCutModel(blocks="dense").bind(X, Y), compact.state)
+    np.testing.assert_allclose(compact.state.certified_gaps, gaps, rtol=1e-8, atol=1e-12)
+
+
+def test_graphcut_compact_save_load_resume_is_exact_and_options_are_checked(tmp_path):
+    import pickle
+
+    X, Y = _graphcut()
+    kw = dict(step="pairwise", cache=True, averaging="plain",
+              box=_graphcut_box(GraphCutModel(20, 3)))
+    whole = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=6, random_state=0, **kw)
+    first = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=3, random_state=0, **kw)
+    first.state.save(tmp_path / "state.npz")
+    loaded = SolverState.load(tmp_path / "state.npz")
+    rest = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=3, state=loaded, **kw)
+    np.testing.assert_array_equal(rest.w, whole.w)
+    oracle = GraphCutModel().bind(X, Y)
+    assert pickle.loads(pickle.dumps(oracle)).storage == "compact"
+    with pytest.raises(ValueError, match="not offered"):
+        GraphCutModel(backend="pymaxflow", blocks="compact")
+    assert "blocks='dense'" in repr(GraphCutModel(blocks="dense"))
