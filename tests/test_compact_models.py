@@ -425,3 +425,17 @@ def test_graphcut_compact_save_load_resume_is_exact_and_options_are_checked(tmp_
     with pytest.raises(ValueError, match="not offered"):
         GraphCutModel(backend="pymaxflow", blocks="compact")
     assert "blocks='dense'" in repr(GraphCutModel(blocks="dense"))
+
+
+def test_a_pair_without_candidate_edges_keeps_one_zero_coordinate():
+    make, X, Y = _matching()
+    X = list(X) + [(2, 3, np.zeros((0, 2), int), np.zeros((0, 20)))]
+    Y = list(Y) + [np.array([-1, -1])]
+    oracle = make("compact").bind(X, Y)
+    assert oracle.coord_sizes()[-1] == 1
+    assert np.all(oracle.coord_expand_py(oracle.n_blocks - 1, np.ones(1)) == 0.0)
+    check_oracle(oracle, Y=Y, check_labels=False)
+    dense, compact = (solve(make(blocks).bind(X, Y), 0.1, max_passes=4, random_state=0,
+                            cache=True) for blocks in ("dense", "compact"))
+    compact.state.check()
+    np.testing.assert_allclose(compact.w, dense.w, rtol=1e-7, atol=1e-9)
