@@ -428,11 +428,16 @@ def test_graphcut_compact_save_load_resume_is_exact_and_options_are_checked(tmp_
 
 
 def test_a_pair_without_candidate_edges_keeps_one_zero_coordinate():
+    import pickle
+
     make, X, Y = _matching()
     X = list(X) + [(2, 3, np.zeros((0, 2), int), np.zeros((0, 20)))]
     Y = list(Y) + [np.array([-1, -1])]
     oracle = make("compact").bind(X, Y)
     assert oracle.coord_sizes()[-1] == 1
+    copy = pickle.loads(pickle.dumps(oracle))
+    assert copy.storage == "compact" and copy.gram_nbytes == oracle.gram_nbytes > 0
+    assert repr(make("dense")).endswith("blocks='dense')")
     assert np.all(oracle.coord_expand_py(oracle.n_blocks - 1, np.ones(1)) == 0.0)
     check_oracle(oracle, Y=Y, check_labels=False)
     dense, compact = (solve(make(blocks).bind(X, Y), 0.1, max_passes=4, random_state=0,
