@@ -16,6 +16,7 @@ from ssvm_core._oracle import MaxOracle, PythonOracle
 from ssvm_core._view import compact_inner, compact_total, coord_masks
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
+from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.pass_loop import PassCounters
 from ssvm_core.step_counts import StepCounts
@@ -372,8 +373,6 @@ class SolverState(PassCounters):
             g_i = lam <v_i, w> - ell_i + max_y H_i / n are stored in
             ``certified_gaps`` and sum to the gap.
         """
-        from ssvm_core.objectives import dual_objective
-
         n = self.n_blocks
         scores = np.asarray(scores, dtype=np.float64)
         if scores.shape != (n,):
