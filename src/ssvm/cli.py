@@ -13,9 +13,19 @@ import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
-from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM
-from ssvm_core.files import check_writable_folder, save_json, save_npz
-from ssvm_core.options import BY_NAME, OPTIONS, SAMPLINGS, STEPS, Boolean, Choice
+from ssvm.use import add_commands as add_use_commands
+from ssvm_core import FrankWolfeSSVM, SolverState, SubgradientSSVM, save_model
+from ssvm_core.files import check_writable_folder, save_json
+from ssvm_core.options import (
+    BY_NAME,
+    OPTIONS,
+    ORDER_SAMPLINGS,
+    SAMPLINGS,
+    STEPS,
+    Boolean,
+    Choice,
+    needs_active_sets,
+)
 
 DEFAULT_DATASET = "default"
 
@@ -72,9 +82,7 @@ def _train(args: argparse.Namespace) -> int:
         FrankWolfeSSVM(model, lam=lam, C=args.C, batch=args.solver == "fw",
                          **{name: getattr(args, name) for name in _TRAIN_OPTIONS},
                          random_state=args.seed, callback=progress, executor=executor,
-                         warm_start=args.resume is not None,
-                         # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-                         box="model" if hasattr(model, "weight_bounds") else None)
+                         warm_start=args.resume is not None)
     if state is not None:
         svm.state_ = state
     start = time.perf_counter()
@@ -91,8 +99,7 @@ def _train(args: argparse.Namespace) -> int:
     config = {k: v for k, v in vars(args).items() if k != "func"}
     save_json(out / "history.json",
               {"config": config, "summary": summary, "history": svm.history_})
-    save_npz(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
-             gap=getattr(svm, "gap_", math.nan), dataset=dataset)
+    save_model(svm, out / "model.npz", metadata={"dataset": dataset, "seed": args.seed})
     written = [out / "history.json", out / "model.npz"]
     if isinstance(svm, FrankWolfeSSVM):
         svm.state_.save(out / "state.npz")
@@ -129,7 +136,8 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:
     """The SSG baseline for ``--solver ssg`` (no dual, so no gap and no tol)."""
-    if args.sampling == "gap" or args.step != "fw" or args.cache or args.n_samples != 1:
+    if (args.sampling not in ORDER_SAMPLINGS
+            or needs_active_sets(args.step, args.cache, args.n_samples)):
         raise ValueError("--solver ssg takes neither gap sampling, --step, --cache nor "
                          "--n-samples")
     return SubgradientSSVM(model, lam=args.lam, C=args.C, sampling=args.sampling,
@@ -170,8 +178,6 @@ def _path(args: argparse.Namespace) -> int:
         model, X, Y, eps=args.eps, kappa=args.kappa, lam_min=args.lam_min,
         max_breakpoints=args.max_breakpoints, heuristic=args.heuristic, step=args.step,
         sampling=args.sampling, cache=not args.no_cache,
-        # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-        box="model" if hasattr(model, "weight_bounds") else None,
         max_passes=args.max_passes, gap_check_every=args.gap_check_every,
         random_state=args.seed, n_jobs=args.n_jobs, callback=progress)
     # test scores at up to --max-scored breakpoints spread along the path (decoding the
@@ -289,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = sub.add_parser("datasets", help="list datasets and whether they are available")
     datasets.add_argument("--data-home", default=None)
     datasets.set_defaults(func=_datasets)
+
+    add_use_commands(sub)                  # ssvm evaluate, ssvm predict (ssvm/use.py)
     return parser
 
 

@@ -10,8 +10,10 @@ import numpy as np
 from ssvm.compat.pystruct.models.base import ModelOracle
 from ssvm_core import SolverState, solve
 from ssvm_core.base import BaseSSVM as _EstimatorParams
+from ssvm_core.options import needs_active_sets
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
+from ssvm_core.validation import resolve_box
 
 
 def bind_training_set(model, X, Y):
@@ -85,7 +87,7 @@ class BaseSSVM(_EstimatorParams):
             self.loss_curve_.append(display_loss)
 
     def _fit_frank_wolfe(self, X, Y, *, initialize: bool, max_passes: int, tol: float,
-                         averaging: bool, box=None, tol_per_slack: bool = False,
+                         averaging: bool, box="auto", tol_per_slack: bool = False,
                          warm_start: bool = False, rebind: bool = False,
                          passes_per_iteration: int = 1, **options) -> None:
         """Minimise ||w||^2 / 2 + C sum_i xi_i with ``ssvm_core.solve`` and set pystruct's
@@ -112,6 +114,7 @@ class BaseSSVM(_EstimatorParams):
             raise ValueError(f"C must be a finite positive number, got {self.C}")
         lam = 1.0 / scale
         gap_tol = max(float(tol), 0.0) if tol_per_slack else solver_tol(tol, scale)
+        box = resolve_box(box, oracle, self.model)
         state = self._start_state(oracle, lam, averaging, box, warm_start, rebind, options)
         watch = self.logger is not None or self.show_loss_every
 
@@ -151,7 +154,8 @@ class BaseSSVM(_EstimatorParams):
             except ValueError as err:
                 warnings.warn(f"warm start on another training set: training restarts from "
                               f"w = 0 ({err})", UserWarning, stacklevel=4)
-        active = options.get("step", "fw") != "fw" or options.get("cache", False)
+        active = needs_active_sets(options.get("step", "fw"), options.get("cache", False),
+                                   options.get("n_samples", 1))
         return SolverState.for_oracle(oracle, lam, averaging, box, active,
                                       options.get("cache_size", 50))
 
