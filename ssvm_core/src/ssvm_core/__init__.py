@@ -25,7 +25,7 @@ True
 from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
-from ssvm_core.exceptions import NotFittedError
+from ssvm_core.exceptions import ConvergenceWarning, NotFittedError
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
@@ -37,6 +37,7 @@ __version__ = _version("ssvm-core")
 
 __all__ = [
     "BruteForceOracle",
+    "ConvergenceWarning",
     "FrankWolfeSSVM",
     "MaxOracle",
     "NotFittedError",
