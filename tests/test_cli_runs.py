@@ -265,16 +265,21 @@ def test_the_estimate_extrapolates_the_fitted_rate():
     # gap = 2 / k exactly: tol 0.01 is reached at k = 200
     records = [{"pass": k, "gap": 2.0 / k, "iterate": "plain"} for k in range(10, 51, 10)]
     estimate = passes_to_tol(records, 0.01)
-    assert estimate.exponent == pytest.approx(1.0) and estimate.passes == 150
-    # gap = 4 / k^2: tol 1e-4 at k = 200
-    records = [{"pass": k, "gap_avg": 4.0 / k ** 2, "gap": 1.0, "iterate": "average"}
-               for k in range(10, 51, 10)]
-    estimate = passes_to_tol(records, 1e-4)
-    assert estimate.exponent == pytest.approx(2.0) and estimate.passes == 150
-    # one check after the first pass: O(1/k) through it
+    assert estimate.constant == pytest.approx(2.0) and estimate.passes == 150
+    assert estimate.n_checks == 3
+    # the averaged iterate's gap when the check certified it; noise around 3 / k averages out
+    noise = np.exp(np.array([0.1, -0.1, 0.05, -0.05]))
+    records = [{"pass": 0, "gap": 1.0, "gap_avg": 1.0, "iterate": "average"}] + [
+        {"pass": k, "gap_avg": 3.0 / k * e, "gap": 1.0, "iterate": "average"}
+        for k, e in zip(range(10, 41, 10), noise)]
+    estimate = passes_to_tol(records, 1e-3)
+    assert estimate.constant == pytest.approx(3.0 * np.exp(np.mean(np.log(noise[-3:]))))
+    assert estimate.passes == int(np.ceil(estimate.constant / 1e-3 - 40))
+    # one check after the first pass: c = gap k
     estimate = passes_to_tol([{"pass": 0, "gap": 1.0}, {"pass": 5, "gap": 0.1}], 0.01)
-    assert (estimate.exponent, estimate.n_checks, estimate.passes) == (1.0, 0, 45)
+    assert (estimate.n_checks, estimate.passes) == (1, 45)
     assert passes_to_tol([{"pass": 5, "gap": 1e-3}], 0.01) is None
+    assert passes_to_tol([{"pass": 0, "gap": 1.0}], 0.01) is None
 
 
 def test_the_cli_final_line_says_the_run_did_not_converge(workdir, capsys):

@@ -58,13 +58,14 @@ def _resolve_dataset(name: str, data_home) -> str:
         return "synthetic-ocr"
     row = rows[name]
     if not row["available"] and not ssvm_data._io.download_enabled(None):
-        raise ValueError(_not_found(row))
+        raise ValueError(_not_found(row, data_home))
     return name
 
 
-def _not_found(row: dict) -> str:
-    return (f"data set {row['name']} not found (searched {', '.join(row['searched'])}); run "
-            "`ssvm datasets` to see how to get it")
+def _not_found(row: dict, data_home) -> str:
+    unset = "" if ssvm_data.data_home(data_home) is not None else "; $SSVM_DATA_HOME is not set"
+    return (f"data set {row['name']} not found (searched {', '.join(row['searched'])}{unset}); "
+            "run `ssvm datasets` to see how to get it")
 
 
 def _load(dataset: str, args: argparse.Namespace):
@@ -72,7 +73,7 @@ def _load(dataset: str, args: argparse.Namespace):
     try:
         return ssvm_data.load_dataset(dataset, data_home=args.data_home, random_state=args.seed)
     except FileNotFoundError as err:
-        raise ValueError(_not_found(_rows(args.data_home)[dataset])) from err
+        raise ValueError(_not_found(_rows(args.data_home)[dataset], args.data_home)) from err
 
 
 # -- output folders -----------------------------------------------------------------------
@@ -455,31 +456,33 @@ def _flag_help(text: str) -> str:
     return f"{text} Off by default."
 
 
-def _add_solver_options(parser: argparse.ArgumentParser, names, defaults=None) -> None:
+def _add_solver_options(parser: argparse.ArgumentParser, names, defaults=None,
+                        helps=None) -> None:
     """Command-line options for solver options, from ``ssvm_core.options``: the
     flag, type, choices, default and help all come from the table (``defaults``
-    overrides some defaults, e.g. for ``ssvm path``)."""
-    defaults = defaults or {}
+    and ``helps`` override some, e.g. for ``ssvm path``, whose solves are per
+    breakpoint)."""
+    defaults, helps = defaults or {}, helps or {}
     for name in names:
         opt = BY_NAME[name]
         flag = "--" + name.replace("_", "-")
         default = defaults.get(name, opt.default)
+        text = helps.get(name, opt.cli_help)
         if isinstance(opt.constraint, Boolean):
             if default:
                 parser.add_argument("--no-" + name.replace("_", "-"), dest=name,
                                     action="store_false",
-                                    help=f"{opt.cli_help} Default: {name.replace('_', ' ')} "
-                                         "on.")
+                                    help=f"{text} Default: {name.replace('_', ' ')} on.")
             else:
                 parser.add_argument(flag, dest=name, action="store_true",
-                                    help=_flag_help(opt.cli_help))
+                                    help=_flag_help(text))
         elif isinstance(opt.constraint, Choice):
             parser.add_argument(flag, dest=name, choices=opt.constraint.values,
-                                default=default, help=_help(opt.cli_help, default))
+                                default=default, help=_help(text, default))
         else:
             kind = int if getattr(opt.constraint, "integer", False) else float
             parser.add_argument(flag, dest=name, type=kind, default=default,
-                                help=_help(opt.cli_help, default))
+                                help=_help(text, default))
 
 
 def _add_common(parser: argparse.ArgumentParser, names: list[str], what: str) -> None:
@@ -573,8 +576,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help=_help("Smallest lambda of the path.", "2^-15"))
     path.add_argument("--max-breakpoints", type=int, default=10_000,
                       help=_help("Stop after this many breakpoints.", 10_000))
-    _add_solver_options(path, _PATH_OPTIONS,
-                        {"step": "pairwise", "sampling": "gap", "max_passes": 1000})
+    _add_solver_options(
+        path, _PATH_OPTIONS, {"step": "pairwise", "sampling": "gap", "max_passes": 1000},
+        {"max_passes": "Budget of solver passes per breakpoint; a breakpoint that does not "
+                       "reach its tolerance within them ends the path.",
+         "n_jobs": "Threads for the gap checks; none means 1 and -1 all cores."})
     path.add_argument("--no-cache", action="store_true",
                       help=_flag_help("Do not cache the oracle's answers."))
     path.add_argument("--max-scored", type=int, default=16,

@@ -4,8 +4,8 @@ Frank-Wolfe methods on the SSVM dual certify their iterate by the exact
 duality gap, which decays like O(1/k) in the pass count k for BCFW and batch
 FW (Lacoste-Julien et al. 2013, Thm. 2-3; faster for the away and pairwise
 steps on polytopes, Osokin et al. 2016).  When a solve stops on a budget
-above ``tol``, :func:`passes_to_tol` fits ``gap ~ c k^-p`` to the history's
-gap checks and extrapolates to ``tol``; :func:`budget_message` says so, and
+above ``tol``, :func:`passes_to_tol` fits ``gap ~ c / k`` to the history's
+latest gap checks and extrapolates to ``tol``; :func:`budget_message` says so, and
 ``ssvm_core.solve`` issues it as a ``ConvergenceWarning``.
 """
 
@@ -31,15 +31,14 @@ class RemainingEstimate:
     ----------
     passes : int
         Further passes estimated to bring the gap to ``tol``.
-    exponent : float
-        The fitted p of gap ~ c k^-p (1 assumed when fewer than two checks
-        after the first pass are available or they do not decrease).
+    constant : float
+        The fitted c of gap ~ c / k.
     n_checks : int
-        The gap checks fitted (0 when the exponent was assumed).
+        The gap checks it was fitted to.
     """
 
     passes: int
-    exponent: float
+    constant: float
     n_checks: int
 
 
@@ -63,12 +62,13 @@ def checked_gaps(history: list[dict]) -> tuple[np.ndarray, np.ndarray]:
 def passes_to_tol(history: list[dict], tol: float) -> RemainingEstimate | None:
     """Estimate the further passes that would bring the certified gap to ``tol``.
 
-    The later half of the gap checks made after the first pass (at least the
-    last three when there are, at most the last eight) are fitted by least squares as
-    log gap = log c - p log k, k the pass count over the state's life; the
-    line is then solved for gap = tol.  With fewer than two such checks, or a
-    fit that does not decrease, the O(1/k) rate of Frank-Wolfe (p = 1) is
-    assumed through the last check.  It is an extrapolation, not a bound.
+    The O(1/k) rate of Frank-Wolfe, gap ~ c / k with k the pass count over
+    the state's life, is fitted to the later half of the gap checks made
+    after the first pass (at least the last three when there are that many,
+    at most the last eight): log c is the mean of log(gap k) over them.  The
+    estimate is then c / tol minus the passes made.  It is an extrapolation,
+    not a bound: the away and pairwise steps can converge faster, and the
+    first passes of a run often decay more slowly than 1/k.
 
     Parameters
     ----------
@@ -88,19 +88,11 @@ def passes_to_tol(history: list[dict], tol: float) -> RemainingEstimate | None:
     passes, gaps = passes[keep], gaps[keep]
     if tol <= 0 or passes.size == 0 or gaps[-1] <= tol:
         return None
-    k_last, g_last = passes[-1], gaps[-1]
-    fitted = passes[-min(8, max(3, passes.size // 2)):]
-    exponent, n_checks = 1.0, 0
-    if fitted.size >= 2 and np.ptp(fitted) > 0:
-        log_k = np.log(fitted)
-        log_g = np.log(gaps[-fitted.size:])
-        slope = np.polyfit(log_k, log_g, 1)[0]
-        if slope < 0:
-            exponent, n_checks = float(-slope), int(fitted.size)
-    # through the last check: k_tol = k_last (g_last / tol)^(1/p)
-    k_tol = k_last * math.exp(math.log(g_last / tol) / exponent)
+    fitted = min(passes.size, 8, max(3, passes.size // 2))
+    constant = float(np.exp(np.mean(np.log(gaps[-fitted:] * passes[-fitted:]))))
     # (rounded first: 45.000000001 passes are 45)
-    return RemainingEstimate(max(1, math.ceil(round(k_tol - k_last, 6))), exponent, n_checks)
+    remaining = math.ceil(round(constant / tol - passes[-1], 6))
+    return RemainingEstimate(max(1, remaining), constant, fitted)
 
 
 def budget_message(status: str, passes: int, gap: float, tol: float,
@@ -125,7 +117,7 @@ def budget_message(status: str, passes: int, gap: float, tol: float,
     estimate = passes_to_tol(history, tol)
     if estimate is None:
         return text + "; too few gap checks to estimate the passes still needed."
-    how = (f"gap ~ passes^-{estimate.exponent:.2f} fitted to the last {estimate.n_checks} gap "
-           "checks" if estimate.n_checks else "assuming the O(1/k) rate of Frank-Wolfe")
+    checks = "check" if estimate.n_checks == 1 else f"{estimate.n_checks} checks"
     return (text + f"; about {estimate.passes} more passes would reach tol (an estimate: "
-            f"{how}). Resume from the state, or raise max_passes or tol.")
+            f"gap ~ {estimate.constant:.3g} / passes fitted to the last gap {checks}). "
+            "Resume from the state, or raise max_passes or tol.")
