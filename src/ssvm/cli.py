@@ -57,7 +57,7 @@ def _resolve_dataset(name: str, data_home) -> str:
               "data sets).")
         return "synthetic-ocr"
     row = rows[name]
-    if not row["available"] and not ssvm_data._io.download_enabled(None):
+    if not row["available"] and not ssvm_data.download_enabled():
         raise ValueError(_not_found(row, data_home))
     return name
 
@@ -338,10 +338,11 @@ def _json_float(x: float):
 def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``ssvm path``: an eps-approximate (or heuristic) regularization path (ssvm_paths)."""
     from ssvm_paths import regularization_path
-    from ssvm_paths._common import check_eps_kappa
 
-    check_eps_kappa(args.eps, args.kappa if args.kappa is not None else
-                    0.7 if args.heuristic else 0.9)
+    if not (math.isfinite(args.eps) and args.eps > 0):
+        raise ValueError(f"--eps must be a finite positive number, got {args.eps}")
+    if args.kappa is not None and not 0.0 < args.kappa < 1.0:
+        raise ValueError(f"--kappa must be in the open interval (0, 1), got {args.kappa}")
     if not (math.isfinite(args.lam_min) and args.lam_min > 0):
         raise ValueError(f"--lam-min must be a finite positive number, got {args.lam_min}")
     for name in ("max_breakpoints", "max_scored"):
@@ -414,7 +415,7 @@ def _datasets(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     origin = "--data-home" if args.data_home is not None else "$SSVM_DATA_HOME"
     print(f"data folder: {home} (from {origin})" if home is not None else
           "data folder: none ($SSVM_DATA_HOME is not set; set it or pass --data-home)")
-    offline = not ssvm_data._io.download_enabled(None)
+    offline = not ssvm_data.download_enabled()
     print(f"downloads: {'off ($SSVM_OFFLINE is set)' if offline else 'on'}")
     rows = ssvm_data.available_datasets(args.data_home)
     table = [("NAME", "KIND", "FOUND", "WHERE")]

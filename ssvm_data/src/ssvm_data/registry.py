@@ -109,11 +109,11 @@ def _conll_folder(data_home) -> str | None:
 
 
 def _ocr_search(data_home) -> list[str]:
-    return [str(folder) for folder, _ in ocr._search_plan(None, data_home)]
+    return [str(folder) for folder in ocr.search_folders(data_home)]
 
 
 def _conll_search(data_home) -> list[str]:
-    return [str(folder) for folder in conll._search_plan(None, data_home)]
+    return [str(folder) for folder in conll.search_folders(data_home)]
 
 
 _HOME = f"${_io.DATA_HOME_ENV}"
