@@ -294,3 +294,11 @@ def test_the_progress_bar_shows_the_certified_gap_or_the_labelled_estimate():
     assert text({"gap": 0.5, "gap_avg": 0.25, "iterate": "average"}) == "gap 2.500e-01"
     assert text({"gap": 0.5, "iterate": "plain"}) == "gap 5.000e-01"
     assert text({"gap": None, "gap_avg": None, "gap_estimate": 0.125}) == "gap est. 1.250e-01"
+
+
+def test_ssg_runs_write_their_figure_without_a_state(workdir, capsys):
+    assert main(TRAIN + ["--solver", "ssg", "--gap-check-every", "1"]) == 0
+    folder = workdir / "runs" / "synthetic-chain-ssg"
+    assert sorted(snapshot(folder)) == ["history.json", "model.npz", "train.png"]
+    assert (folder / "train.png").read_bytes()[:4] == b"\x89PNG"
+    assert "SSG has no duality gap" in capsys.readouterr().out

@@ -34,9 +34,10 @@ def plot_training(history: list[dict], out: str | os.PathLike, title: str) -> No
     The top row shows the primal P(w) and the dual D at every gap check (of
     the iterate the check certified: the averaged one where ``iterate`` is
     "average") and the plain iterate's dual after every pass; the bottom row
-    the certified duality gap, on a log scale.  Runs without a dual (SSG)
-    show their primal only.  The x axes are the passes over the state's life
-    and the solver's seconds; a resumed run's records continue both.
+    the certified duality gap, on a log scale (positive gaps only).  Runs
+    without a dual (SSG) show their primal only, in one row.  The x axes are
+    the passes over the state's life and the solver's seconds; a resumed run's
+    records continue both.
     """
     plt = _pyplot()
     checks = [(r, suffix) for r in history if (suffix := certified_suffix(r)) is not None]
@@ -47,9 +48,11 @@ def plot_training(history: list[dict], out: str | os.PathLike, title: str) -> No
     every_dual = _series(history, "dual")
     primal_only = _series(history, "primal", "_avg" if any(
         r.get("primal_avg") is not None for r in history) else "")
-    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), sharex="col", constrained_layout=True)
+    rows = 2 if checks else 1               # SSG has no gap row
+    fig, axes = plt.subplots(rows, 2, figsize=(10, 3.5 + 3 * (rows - 1)), sharex="col",
+                             squeeze=False, constrained_layout=True)
     for col, (x_key, x_label) in enumerate((("pass", "passes"), ("time", "solver time (s)"))):
-        top, bottom = axes[0, col], axes[1, col]
+        top, bottom = axes[0, col], axes[-1, col]
         if checks:
             top.plot(certified[x_key], certified["primal"], "o-", color="C3", ms=4,
                      label="primal P(w) at gap checks")
@@ -68,16 +71,14 @@ def plot_training(history: list[dict], out: str | os.PathLike, title: str) -> No
             top.set_ylim(low - pad, high + pad)
         top.set_ylabel("objective")
         top.grid(True, alpha=0.3)
-        positive = certified["gap"] > 0
-        if positive.any():
-            bottom.semilogy(certified[x_key][positive], certified["gap"][positive], "o-",
-                            color="C2", ms=4, label="certified duality gap")
-            bottom.legend(loc="upper right", fontsize=9)
-        else:
-            bottom.text(0.5, 0.5, "gap 0 at every check" if checks else "no duality gap (SSG)",
-                        ha="center", va="center", transform=bottom.transAxes)
-        bottom.set_ylabel("duality gap")
         bottom.set_xlabel(x_label)
+        if not checks:
+            continue
+        positive = certified["gap"] > 0
+        bottom.semilogy(certified[x_key][positive], certified["gap"][positive], "o-",
+                        color="C2", ms=4, label="certified duality gap")
+        bottom.legend(loc="upper right", fontsize=9)
+        bottom.set_ylabel("duality gap")
         bottom.grid(True, which="both", alpha=0.3)
     axes[0, 0].legend(loc="best", fontsize=9)
     fig.suptitle(title)

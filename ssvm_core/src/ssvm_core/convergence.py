@@ -117,7 +117,7 @@ def budget_message(status: str, passes: int, gap: float, tol: float,
     estimate = passes_to_tol(history, tol)
     if estimate is None:
         return text + "; too few gap checks to estimate the passes still needed."
-    checks = "check" if estimate.n_checks == 1 else f"{estimate.n_checks} checks"
+    checks = "gap check" if estimate.n_checks == 1 else f"{estimate.n_checks} gap checks"
     return (text + f"; about {estimate.passes} more passes would reach tol (an estimate: "
-            f"gap ~ {estimate.constant:.3g} / passes fitted to the last gap {checks}). "
+            f"gap ~ {estimate.constant:.3g} / passes fitted to the last {checks}). "
             "Resume from the state, or raise max_passes or tol.")
