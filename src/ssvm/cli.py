@@ -249,8 +249,8 @@ def _train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         plot_training(history, out / "train.png",
                       f"{dataset}: {args.solver}, lambda {svm.lam_:.3g}, {svm.status_}")
         written.append("train.png")
-    print(_final_line(args, svm, summary, history))
     print(f"wrote {', '.join(written)} to {generation.target}/")
+    print(_final_line(args, svm, summary, history))
     return 0
 
 
