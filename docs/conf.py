@@ -31,11 +31,13 @@ extensions = [
     "sphinx.ext.mathjax",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "myst_parser",
     "ssvm_docs",
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
+# README.md describes the docs folder for contributors; it is not a page of the site.
+exclude_patterns = ["_build", "README.md", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
 # Pages written on other branches: listed in the front page's toctree when present.
 ssvm_optional_pages = ["pystruct_migration"]
 nitpicky = False
@@ -45,6 +47,10 @@ default_role = "py:obj"
 rst_epilog = "\n".join(
     f".. |{key}| replace:: :ref:`{cite.short} <{cite.label}>`" for key, cite in CITATIONS.items()
 )
+
+# -- Markdown (MyST): pages written in Markdown, e.g. scaling.md ----------------------------
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3            # [text](#a-heading) links within a Markdown page
 
 # -- API reference -------------------------------------------------------------------------
 autosummary_generate = True
@@ -88,3 +94,6 @@ html_theme_options = {
 }
 html_sidebars = {"index": [], "getting_started": [], "references": []}
 html_show_sourcelink = False
+# A wider content column, so that code and its output fit (_static/ssvm.css).
+html_static_path = ["_static"]
+html_css_files = ["ssvm.css"]

@@ -54,8 +54,14 @@ def _toy(model, X, Y, lam, rng) -> Toy:
 
 
 @st.composite
-def toy_problems(draw, kinds=KINDS, n_max: int = 4, binary: bool = False, lams=(-3, 1)):
-    """Multiclass (K <= 4) or chain (T <= 4, K <= 3) problems with n <= n_max."""
+def toy_problems(draw, kinds=KINDS, n_max: int = 4, binary: bool = False, lams=(-3, 1),
+                 blocks: str = "dense"):
+    """Multiclass (K <= 4) or chain (T <= 4, K <= 3) problems with n <= n_max.
+
+    The models keep ``blocks`` storage (dense by default: the properties read block
+    vectors and atoms' psi as d-vectors; compact storage is checked against dense in
+    test_compact_models.py).
+    """
     kind = draw(st.sampled_from(kinds))
     n = draw(st.integers(1, n_max))
     lam = 10.0 ** draw(st.integers(*lams))
@@ -65,13 +71,13 @@ def toy_problems(draw, kinds=KINDS, n_max: int = 4, binary: bool = False, lams=(
         T = 1 if binary else draw(st.integers(1, 4))
         F = draw(st.integers(1, 2))
         X, Y = random_chain_data(rng, n, T, K, F)
-        model = ChainModel(K, F)
+        model = ChainModel(K, F, blocks=blocks)
     else:
         K = 2 if binary else draw(st.integers(2, 4))
         F = draw(st.integers(1, 3))
         X, Y = random_multiclass_data(rng, n, F, K)
         cost = _random_cost(rng, K) if kind == "multiclass_cost" else None
-        model = MulticlassModel(K, F, cost=cost)
+        model = MulticlassModel(K, F, cost=cost, blocks=blocks)
     return _toy(model, X, Y, lam, rng)
 
 
@@ -90,11 +96,11 @@ def binary_problems(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
     if kind == "chain":
         X, Y = random_chain_data(rng, n, 1, 2, F)
-        model = ChainModel(2, F)
+        model = ChainModel(2, F, blocks="dense")
     else:
         X, Y = random_multiclass_data(rng, n, F, 2)
         cost = _random_cost(rng, 2) if kind == "multiclass_cost" else None
-        model = MulticlassModel(2, F, cost=cost)
+        model = MulticlassModel(2, F, cost=cost, blocks="dense")
     return _toy(model, X, Y, lam, rng)
 
 
@@ -153,3 +159,13 @@ class RecordingOracle(DelegatingOracle):
     def solve(self, i, w):
         self.calls.append(i)
         return self.inner.solve(i, w)
+
+
+def atom_psi(state, oracle, i: int) -> np.ndarray:
+    """The psi of block i's atoms as rows of d features: compact atoms hold block
+    coordinates q, expanded here by the oracle's basis (psi = A_i q)."""
+    if not state.compact_blocks:
+        return state.atoms.psi_matrix(i, state.n_features)
+    m = int(state.block_ptr[i + 1] - state.block_ptr[i])
+    return np.array([oracle.coord_expand_py(i, q)
+                     for q in state.atoms.psi_matrix(i, m)]).reshape(-1, state.n_features)

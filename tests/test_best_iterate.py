@@ -13,11 +13,11 @@ from ssvm_core.testing import primal_by_enumeration, scaled_examples
 
 @settings(max_examples=scaled_examples(10), deadline=None)
 @given(toy_problems(n_max=3))
-def test_pairwise_with_the_default_averaging_reaches_a_certified_1e_9(toy):
+def test_pairwise_with_best_averaging_reaches_a_certified_1e_9(toy):
     """The averaged iterate converges sublinearly; the plain pairwise iterate linearly,
-    and the default returns whichever is certified better (Osokin et al. 2016, Sec. 3)."""
-    result = solve(toy.oracle, toy.lam, step="pairwise", tol=1e-9, max_passes=4000,
-                   gap_check_every=10, random_state=0)
+    and "best" returns whichever is certified better (Osokin et al. 2016, Sec. 3)."""
+    result = solve(toy.oracle, toy.lam, step="pairwise", averaging="best", tol=1e-9,
+                   max_passes=4000, gap_check_every=10, random_state=0)
     assert result.status == "converged" and result.gap <= 1e-9
     st_ = result.state
     # the certificate, recomputed independently for the iterate returned
@@ -51,7 +51,8 @@ def test_best_never_returns_a_worse_certificate_than_average():
 
     X, Y = random_chain_data(np.random.default_rng(3), 6, 4, 3, 2)
     oracle = ChainModel(3).bind(X, Y)
-    best = solve(oracle, 0.05, step="pairwise", tol=0, max_passes=60, random_state=1)
+    best = solve(oracle, 0.05, step="pairwise", averaging="best", tol=0, max_passes=60,
+                 random_state=1)
     avg = solve(oracle, 0.05, step="pairwise", averaging="average", tol=0, max_passes=60,
                 random_state=1)
     assert best.gap <= avg.gap

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ssvm.cli import main
-from ssvm_core import SolverState
+from ssvm_core import SolverState, load_model
 
 
 def test_train_writes_history_model_and_state_and_resumes(tmp_path, capsys):
@@ -21,9 +21,10 @@ def test_train_writes_history_model_and_state_and_resumes(tmp_path, capsys):
     assert [r["pass"] for r in records] == [0, 2, 4]
     for r in records:
         assert r["primal_avg"] - r["dual_avg"] == pytest.approx(r["gap_avg"], abs=1e-12)
-    model = np.load(out / "model.npz")
-    assert model["w"].shape == (int(model["w"].shape[0]),)
-    assert float(model["gap"]) == pytest.approx(report["summary"]["gap"])
+    model = load_model(out / "model.npz")
+    assert model.header_["metadata"] == {"dataset": "synthetic-chain", "seed": 0}
+    assert model.gap_ == pytest.approx(report["summary"]["gap"])
+    assert model.n_passes_ == 4 and model.status_ == "max_passes"
     state = SolverState.load(out / "state.npz")
     assert state.passes == 4
     # Resuming continues the same dual iterate for a fresh budget of passes, and the

@@ -1,4 +1,4 @@
-"""Compact dual blocks (``MaxOracle.coord_*``, ``ChainModel(compact_blocks=True)``).
+"""Compact dual blocks (``MaxOracle.coord_*``, ``ChainModel(blocks="compact")``).
 
 A compact state keeps each block's dual vector as coordinates b_i with
 w_i = A_i b_i.  That is a change of representation only: every solver
@@ -21,8 +21,8 @@ def _data(seed=0, n=12, max_length=5, n_states=3, n_features=4):
 
 
 def _oracles(X, Y, n_states=3):
-    return (ChainModel(n_states, sparse_blocks=False).bind(X, Y),
-            ChainModel(n_states, compact_blocks=True).bind(X, Y))
+    return (ChainModel(n_states, blocks="dense").bind(X, Y),
+            ChainModel(n_states, blocks="compact").bind(X, Y))
 
 
 def _sparse_tokens(seed=1, n=10, n_features=30):
@@ -196,9 +196,18 @@ def test_a_loaded_compact_state_is_checked_against_its_oracle(tmp_path):
         loaded.block_vector(0)
 
 
-def test_compact_and_sparse_blocks_are_exclusive():
+def test_the_old_storage_flags_are_deprecated_spellings_of_blocks():
     with pytest.raises(ValueError, match="not both"):
         ChainModel(3, sparse_blocks=True, compact_blocks=True)
+    for flags, blocks in ((dict(compact_blocks=True), "compact"),
+                          (dict(sparse_blocks=True), "sparse"),
+                          (dict(sparse_blocks=False), "dense"),
+                          (dict(compact_blocks=False), "dense")):
+        with pytest.warns(DeprecationWarning, match="blocks="):
+            assert ChainModel(3, **flags).blocks == blocks
+    with pytest.raises(TypeError, match="not both"):
+        ChainModel(3, blocks="dense", compact_blocks=True)
+    assert ChainModel(3).blocks == "auto"
 
 
 def test_a_state_without_a_box_stores_w_once(tmp_path):

@@ -237,3 +237,112 @@ def test_cli_dask_local_cluster_follows_serial(tmp_path):
     np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
     with pytest.raises(SystemExit):
         main(base + ["--dask-local", "1", "--scheduler", "tcp://127.0.0.1:1"])
+
+
+# ---------------------------------------------------------------------------
+# Certificates and models survive distribution
+
+
+class TiringOracle:
+    """A Python oracle that stops being exact after ``calls`` solves (as a graph-cut
+    oracle does once it falls back to loopy max-product): the copy on a worker tires,
+    the caller's copy never answers and stays exact."""
+
+    def __init__(self, oracle, calls):
+        self.oracle, self.calls, self.n_blocks = oracle, calls, oracle.n_blocks
+        self.n_features, self.max_labels = oracle.n_features, oracle.max_labels
+
+    @property
+    def exact(self):
+        return self.calls > 0
+
+    def solve(self, i, w):
+        self.calls -= 1
+        labels, psi, loss, _ = self.oracle.solve_py(i, w)
+        return labels, psi, loss
+
+    def evaluate(self, i, labels, w):
+        psi, loss, _ = self.oracle.evaluate_py(i, labels, w)
+        return psi, loss
+
+
+class SlowOracle(TiringOracle):
+    """An exact Python oracle whose calls take ``seconds``."""
+
+    def __init__(self, oracle, seconds):
+        super().__init__(oracle, calls=1)
+        self.seconds = seconds
+
+    @property
+    def exact(self):
+        return True
+
+    def solve(self, i, w):
+        import time
+        time.sleep(self.seconds)
+        return super().solve(i, w)
+
+
+@pytest.fixture(scope="module")
+def process_client():
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0", silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def test_an_inexact_answer_on_a_worker_makes_the_run_uncertified(process_client):
+    oracle = TiringOracle(_chain_oracle(3, n=20), calls=25)
+    serial = solve(as_oracle(TiringOracle(_chain_oracle(3, n=20), calls=25)), 0.05,
+                   max_passes=3, batch_blocks=5, random_state=0)
+    assert not serial.certified                              # serially it is flagged
+    with pytest.warns(RuntimeWarning, match="on a worker of the executor"):
+        result = solve(as_oracle(oracle), 0.05, max_passes=3, batch_blocks=5,
+                       random_state=0, executor=process_client)
+    assert oracle.exact                                      # the caller's copy never ran
+    assert not result.certified
+
+
+def test_a_failed_scatter_shows_its_own_error(process_client):
+    import threading
+
+    oracle = as_oracle(TiringOracle(_chain_oracle(3, n=8), calls=100))
+    oracle.obj.lock = threading.Lock()                       # a lock does not pickle
+    with pytest.raises(Exception) as info:
+        solve(oracle, 0.05, max_passes=1, batch_blocks=4, executor=process_client)
+    message = str(info.value)
+    assert "TiringOracle cannot be sent to the Dask workers" in message, message
+    assert "cannot pickle '_thread.lock' object" in message
+
+
+def test_the_time_budget_ends_a_pass_between_rounds(inprocess_client):
+    oracle = as_oracle(SlowOracle(_chain_oracle(4, n=40), seconds=0.01))
+    result = solve(oracle, 0.05, max_passes=50, batch_blocks=2, time_budget=0.1,
+                   gap_check_every=1000, initial_gap_pass=False, random_state=0,
+                   executor=inprocess_client)
+    assert result.status == "time_budget"
+    assert result.state.passes == 1 and result.state.n_steps < 40   # stopped mid-pass
+    result.state.check()
+
+
+def test_a_fitted_estimator_on_dask_pickles_clones_and_grid_searches(inprocess_client):
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV
+
+    from ssvm_core import FrankWolfeSSVM
+
+    rng = np.random.default_rng(5)
+    X = [rng.normal(size=(rng.integers(1, 5), 4)) for _ in range(24)]
+    Y = [rng.integers(0, 3, len(x)).astype(np.int32) for x in X]
+    svm = FrankWolfeSSVM(ChainModel(3), lam=0.1, max_passes=3, batch_blocks=4,
+                         executor=inprocess_client, random_state=0).fit(X, Y)
+    loaded = pickle.loads(pickle.dumps(svm))
+    assert loaded.executor is None and svm.executor is inprocess_client
+    np.testing.assert_array_equal(loaded.w_, svm.w_)
+    assert [p.tolist() for p in loaded.predict(X)] == [p.tolist() for p in svm.predict(X)]
+    copy = clone(svm)
+    assert copy.executor is inprocess_client and not hasattr(copy, "w_")
+    np.testing.assert_allclose(copy.fit(X, Y).w_, svm.w_, rtol=1e-12, atol=1e-14)
+    search = GridSearchCV(svm, {"lam": [0.1, 1.0]}, cv=2).fit(X, Y)
+    assert search.best_estimator_.executor is inprocess_client
+    pickle.loads(pickle.dumps(search))

@@ -19,11 +19,13 @@ STEP_VARIANTS = [dict(step="fw"), dict(step="away"), dict(step="pairwise"),
                  dict(step="fw", cache=True, n_samples=2)]
 
 
-def _chain(seed=0, n=30, max_len=5):
+def _chain(seed=0, n=30, max_len=5, blocks="dense"):
+    """A small chain problem; dense blocks unless asked, so Python oracles of the same
+    model (BruteForceOracle) can continue its states."""
     rng = np.random.default_rng(seed)
     X = [rng.normal(size=(rng.integers(1, max_len + 1), 4)) for _ in range(n)]
     Y = [rng.integers(0, 3, len(x)).astype(np.int32) for x in X]
-    return ChainModel(n_states=3, n_features=4), X, Y
+    return ChainModel(n_states=3, n_features=4, blocks=blocks), X, Y
 
 
 @pytest.fixture(scope="module")
@@ -335,7 +337,7 @@ class _PerRound(Executor):
 @pytest.mark.parametrize("sampling", ["uniform", "perm"])
 def test_compiled_rounds_equal_the_python_round_loop(kind, sampling):
     model, X, Y = _chain(seed=3, n=23)
-    o = (ChainModel(n_states=3, n_features=4, compact_blocks=True) if kind == "compact"
+    o = (ChainModel(n_states=3, n_features=4, blocks="compact") if kind == "compact"
          else model).bind(X, Y)
     box = (-0.3, 0.4) if kind == "box" else None
     for tau, line_search in ((1, True), (5, True), (7, False), (23, True)):

@@ -35,7 +35,7 @@ def test_without_the_box_the_oracle_names_the_sign_constraint():
     model, X, Y = tiny_pose_data(1, n=4)
     with pytest.raises(ValueError, match=r"negative quadratic deformation weight .*"
                                          r"model\.weight_bounds\(\)"):
-        FrankWolfeSSVM(model, lam=0.01, max_passes=20, random_state=0).fit(X, Y)
+        FrankWolfeSSVM(model, lam=0.01, box=None, max_passes=20, random_state=0).fit(X, Y)
 
 
 def test_planted_weights_decode_lsp_like_poses():

@@ -19,6 +19,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from strategies import atom_psi
 
 from ssvm_core import FrankWolfeSSVM, SolverState, dual_objective, duality_gap, solve
 from ssvm_core.testing import enumerate_problem, primal_by_enumeration, random_chain_data
@@ -71,9 +72,9 @@ def test_switching_step_types_keeps_the_certificate(first, middle):
     assert true_gap(oracle, state) >= -1e-12 * scale
     # independently: the primal by enumeration, the dual from the explicit alphas
     enum = enumerate_problem(ChainModel(4, n_features=3), X, Y)
-    n, d = state.n_blocks, state.n_features
+    n = state.n_blocks
     alphas = [state.atoms.alphas(i) for i in range(n)]
-    v = sum(a @ state.atoms.psi_matrix(i, d) for i, a in enumerate(alphas)) / (state.lam * n)
+    v = sum(a @ atom_psi(state, oracle, i) for i, a in enumerate(alphas)) / (state.lam * n)
     ell = sum(a @ state.atoms.losses(i) for i, a in enumerate(alphas)) / n
     dual = ell - 0.5 * state.lam * float(v @ v)
     primal = primal_by_enumeration(enum.psi, enum.loss, state.lam, state.w)
@@ -212,7 +213,7 @@ def test_kill_during_save_leaves_the_old_or_the_new_file(tmp_path):
     """``kill -9`` at random times while a state is saved over and over."""
     X = [np.random.default_rng(i).normal(size=(6, 40)) for i in range(120)]
     Y = [np.random.default_rng(i).integers(0, 5, size=6) for i in range(120)]
-    state = SolverState.for_oracle(ChainModel(5, sparse_blocks=False).bind(X, Y), 0.1)
+    state = SolverState.for_oracle(ChainModel(5, blocks="dense").bind(X, Y), 0.1)
     path = tmp_path / "state.npz"
     state.save(path)
     rng = np.random.default_rng(0)

@@ -58,7 +58,8 @@ def test_tags_and_clone(make):
     assert tags.estimator_type is None and tags.target_tags.required and tags.no_validation
     assert not sklearn.base.is_classifier(est) and not sklearn.base.is_regressor(est)
     twin = clone(est)
-    assert twin is not est and twin.get_params(deep=False).keys() == est.get_params().keys()
+    assert twin is not est and twin.get_params().keys() == est.get_params().keys()
+    assert twin.get_params()["model__n_states"] == 3
     assert twin.model is not est.model and repr(twin.model) == repr(est.model)
     with pytest.raises(sklearn.exceptions.NotFittedError):
         sklearn.utils.validation.check_is_fitted(est)
@@ -110,13 +111,30 @@ class _Params:
         return self
 
 
+def test_models_with_array_parameters_clone():
+    """Constructors that convert a parameter (cost to float64) still clone, unbound."""
+    from ssvm_oracles import GraphModel, MulticlassModel
+
+    cost = [[0, 1, 2], [1, 0, 1], [3, 1, 0]]
+    for model in (MulticlassModel(3, cost=cost), GraphModel(3, class_weight=[1, 2, 1])):
+        model.n_features_in_ = 5                     # as bind leaves it
+        twin = clone(FrankWolfeSSVM(model, lam=0.1)).model
+        assert twin is not model and type(twin) is type(model)
+        assert not hasattr(twin, "n_features_in_")
+        for key, value in model.get_params().items():
+            np.testing.assert_array_equal(twin.get_params()[key], value)
+
+
 def test_nested_params():
     est = FrankWolfeSSVM(ChainModel(3), callback=_Params())
     assert est.get_params()["callback__a"] == 1
     assert "callback__a" not in est.get_params(deep=False)
     assert est.set_params(callback__a=5, lam=0.2).callback.a == 5 and est.lam == 0.2
-    with pytest.raises(ValueError, match="'model' of FrankWolfeSSVM has no parameters"):
-        est.set_params(model__n_states=4)
+    model = est.model
+    assert est.set_params(model__n_states=4).model is model and model.n_states == 4
+    assert est.get_params()["model__n_states"] == 4
+    with pytest.raises(ValueError, match="'sampling' of FrankWolfeSSVM has no parameters"):
+        est.set_params(sampling__a=4)
     with pytest.raises(ValueError, match="invalid parameter 'nope'"):
         est.set_params(nope__a=1)
 

@@ -26,6 +26,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from strategies import atom_psi
 
 from ssvm_core import SolverState, dual_objective, solve
 from ssvm_core.options import SAMPLINGS, STEPS
@@ -138,9 +139,9 @@ class DualStateMachine(RuleBasedStateMachine):
             return
         primal = primal_by_enumeration(self.enum.psi, self.enum.loss, st_.lam, st_.w)
         if st_.atoms is not None:             # the dual from the alphas themselves
-            n, d = st_.n_blocks, st_.n_features
+            n = st_.n_blocks
             alphas = [st_.atoms.alphas(i) for i in range(n)]
-            v = sum(a @ st_.atoms.psi_matrix(i, d) for i, a in enumerate(alphas))
+            v = sum(a @ atom_psi(st_, self.oracle, i) for i, a in enumerate(alphas))
             v = v / (st_.lam * n)
             ell = sum(a @ st_.atoms.losses(i) for i, a in enumerate(alphas)) / n
             w = st_.project(v)

@@ -1,8 +1,7 @@
 """How a benchmark picks the chain's block storage, and what it reports of memory.
 
-``--blocks`` of the chain scripts maps to ``ChainModel(sparse_blocks=...,
-compact_blocks=...)``; the scripts report the bytes of a solver state's block
-storage and the process's peak resident set size.
+``--blocks`` of the chain scripts is ``ChainModel(blocks=...)``; the scripts report the
+bytes of a solver state's block storage and the process's peak resident set size.
 """
 
 from __future__ import annotations
@@ -10,18 +9,18 @@ from __future__ import annotations
 import resource
 import sys
 
-#: ``--blocks`` choices: ``auto`` lets ``ChainModel.bind`` pick dense or sparse.
-BLOCKS = ("auto", "dense", "sparse", "compact")
+from ssvm_core.validation import BLOCK_STORAGES
+
+#: ``--blocks`` choices (``ssvm_core.validation.BLOCK_STORAGES``; ``auto`` is the model's
+#: default, compact).
+BLOCKS = BLOCK_STORAGES
 
 
 def chain_model(n_states: int, blocks: str = "auto"):
     """``ChainModel(n_states)`` with the block storage ``blocks`` (one of ``BLOCKS``)."""
     from ssvm_oracles import ChainModel
 
-    if blocks not in BLOCKS:
-        raise ValueError(f"blocks must be one of {BLOCKS}, got {blocks!r}")
-    sparse = {"auto": None, "dense": False, "sparse": True, "compact": None}[blocks]
-    return ChainModel(n_states, sparse_blocks=sparse, compact_blocks=blocks == "compact")
+    return ChainModel(n_states, blocks=blocks)
 
 
 def block_bytes(state) -> int:

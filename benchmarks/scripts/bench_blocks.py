@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Dense, sparse and compact dual blocks side by side on a chain data set.
+"""Dense, sparse and compact dual blocks side by side on a chain or multiclass data set.
 
-For each block storage (``ChainModel(sparse_blocks=..., compact_blocks=...)``)
+For each block storage (the model's ``blocks=``: ``ChainModel``, or ``MulticlassModel``
+for ``--data multiclass``, scikit-learn's ``make_classification`` with ``--examples``
+examples, 100 features and 10 classes)
 a fresh process binds the data, runs ``--warmup`` passes of the chosen step
 and then alternates, ``--repeat`` times, one timed pass of steps and one
 timed oracle pass (``score_pass`` at the current w: n oracle calls in
@@ -24,6 +26,7 @@ Usage (from the repository root)::
         --storages sparse compact
     python benchmarks/scripts/bench_blocks.py --data synthetic   # no data needed
     python benchmarks/scripts/bench_blocks.py --data synthetic --words 30 --warmup 1 --repeat 1
+    python benchmarks/scripts/bench_blocks.py --data multiclass --storages dense compact
 """
 
 from __future__ import annotations
@@ -47,10 +50,13 @@ STORAGES = ("dense", "sparse", "compact")
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--data", choices=("ocr-large", "ocr-small", "conll", "synthetic"),
+    parser.add_argument("--data", choices=("ocr-large", "ocr-small", "conll", "synthetic",
+                                           "multiclass"),
                         default="ocr-large", help="data set (synthetic: OCR-like words)")
     parser.add_argument("--words", type=int, default=2000,
                         help="words of --data synthetic")
+    parser.add_argument("--examples", type=int, default=50_000,
+                        help="examples of --data multiclass")
     parser.add_argument("--storages", nargs="+", choices=STORAGES, default=list(STORAGES))
     parser.add_argument("--lam", type=float, default=None,
                         help="lambda (default 0.01 for OCR, 1 / n for CoNLL)")
@@ -61,14 +67,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--json", metavar="PATH", default=None, help="write the numbers here")
     parser.add_argument("--one", choices=STORAGES, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.warmup < 0 or args.repeat < 1 or args.words < 1:
-        parser.error("--warmup must be >= 0, --repeat and --words >= 1")
+    if args.warmup < 0 or args.repeat < 1 or args.words < 1 or args.examples < 1:
+        parser.error("--warmup must be >= 0, --repeat, --words and --examples >= 1")
     return args
 
 
-def load(name: str, words: int = 2000):
+def load(name: str, words: int = 2000, examples: int = 50_000):
+    """``(X, Y, K)`` of a data set."""
     import ssvm_data
 
+    if name == "multiclass":
+        from sklearn.datasets import make_classification
+
+        X, y = make_classification(examples, 100, n_informative=20, n_classes=10,
+                                   random_state=0)
+        return X, y, 10
     if name == "synthetic":
         X, Y = ssvm_data.synthetic.ocr_like(words, random_state=0)
         return X, Y, 26
@@ -84,9 +97,14 @@ def measure(args) -> dict:
     from ssvm_core import SolverState, _active, _batch, _fw
     from ssvm_core.parallel import score_pass
 
-    X, Y, K = load(args.data, args.words)
+    X, Y, K = load(args.data, args.words, args.examples)
     storage = args.one
-    model = chain_model(K, storage)
+    if args.data == "multiclass":
+        from ssvm_oracles import MulticlassModel
+
+        model = MulticlassModel(K, blocks=storage)
+    else:
+        model = chain_model(K, storage)
     start = time.perf_counter()
     oracle = model.bind(X, Y)
     bind_s = time.perf_counter() - start

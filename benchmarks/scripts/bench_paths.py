@@ -41,8 +41,9 @@ from ssvm_paths import DEFAULT_GRID, grid_search, plot_costs, regularization_pat
 METHODS = ("eps-path", "heuristic", "grid-cold", "grid-keep-duals", "grid-keep-primal")
 
 
-def run_method(method: str, model, X, Y, args, box) -> object:
-    solver = {"step": args.step, "sampling": args.sampling, "cache": args.cache, "box": box,
+def run_method(method: str, model, X, Y, args) -> object:
+    # box: the default "auto", the bounds the model declares (graph cuts: w_P >= 0)
+    solver = {"step": args.step, "sampling": args.sampling, "cache": args.cache,
               "max_passes": args.max_passes, "gap_check_every": args.gap_check_every,
               "random_state": args.seed, "n_jobs": args.n_jobs}
     if method in ("eps-path", "heuristic"):
@@ -109,12 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     X, Y, _, _ = ssvm_data.load_dataset(args.dataset, data_home=args.data_home,
                                         random_state=args.seed)
     model = ssvm_data.model_for(args.dataset, Y, Y)
-    box = "model" if hasattr(model, "weight_bounds") else None
     variant = f"{args.sampling}:{args.step}:{'cache' if args.cache else 'nocache'}"
     print(f"{args.dataset}: n = {len(X)}, eps = {args.eps}, solver {variant}")
     results, rows = {}, []
     for method in methods:
-        result = run_method(method, model, X, Y, args, box)
+        result = run_method(method, model, X, Y, args)
         results[method] = result
         rows += rows_of(method, result)
         worst = float(np.nanmax([r["gap_bound"] for r in rows if r["method"] == method]))

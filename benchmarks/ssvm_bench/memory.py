@@ -2,7 +2,7 @@
 
 A state keeps one dual vector w_i per word: ``d = 4,082`` float64 with dense
 blocks, or ``T K + K K`` block coordinates with compact ones
-(``ChainModel(compact_blocks=True)``, see ``MaxOracle.coord_*``).  These
+(``ChainModel(blocks="compact")``, see ``MaxOracle.coord_*``).  These
 numbers depend only on the data and the storage, not on the machine, so a
 change in them is a change of the code.  ``scripts/bench_blocks.py`` measures
 the time side (pass / oracle pass) and the process's peak RSS.
@@ -28,7 +28,7 @@ def _state(dataset: str, storage: str, home: str | None) -> SolverState:
     from ssvm_oracles import ChainModel
 
     X, Y = load_words(dataset)
-    model = ChainModel(N_STATES, sparse_blocks=False, compact_blocks=storage == "compact")
+    model = ChainModel(N_STATES, blocks=storage)
     state = SolverState.for_oracle(model.bind(X, Y), LAM, averaging=True)
     if state.block_storage != storage:
         raise RuntimeError(f"asked for {storage} blocks, got {state.block_storage}")

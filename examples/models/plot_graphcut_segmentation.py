@@ -9,7 +9,7 @@ cutting an edge between similar superpixels. The loss-augmented max oracle is
 an exact min-cut (:class:`ssvm_oracles.GraphCutModel`, our own Cython
 Boykov-Kolmogorov max-flow, no GIL) *provided* the pairwise weights are
 nonnegative, so training uses the box ``model.weight_bounds()``
-(``box="model"``).
+(``box="model"``; the default ``box="auto"`` takes it too).
 
 The images come from :func:`ssvm_data.horseseg_like`: random planar
 superpixel graphs of HorseSeg's size (147 superpixels) with an elliptic object,

@@ -8,7 +8,8 @@ oriented) with its own mean displacement and quadratic deformation cost. The
 max oracle is exact max-sum on the tree, with messages computed by generalized
 distance transforms (:class:`ssvm_oracles.PoseModel`, in C without the GIL). The
 transforms need the quadratic deformation weights to be nonnegative, so training
-uses ``box="model"``. The loss is the mean over parts of
+uses the model's box (the default ``box="auto"`` would too; ``box="model"``
+insists on it). The loss is the mean over parts of
 ``min(1, |l - l_true|^2 / rho^2)``, rho the distance between the left shoulder
 and the right hip.
 

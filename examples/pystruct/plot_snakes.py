@@ -18,6 +18,7 @@ this one draws fewer, smaller training sets from ``load_snakes``' generator
 so that it runs in seconds.
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix
 from sklearn.preprocessing import label_binarize
@@ -81,6 +82,7 @@ Y_test_flat = [y_.ravel() for y_ in Y_test]
 X_test_directions, X_test_edge_features = prepare_data(X_test)
 
 inference = "qpbo"
+predictions = {}
 for name, X_tr, X_te in (("only directional features for edges", X_train_directions,
                           X_test_directions),
                          ("also input features for edges", X_train_edge_features,
@@ -89,6 +91,44 @@ for name, X_tr, X_te in (("only directional features for edges", X_train_directi
     ssvm = OneSlackSSVM(crf, inference_cache=50, C=0.1, tol=0.1, max_iter=100)
     ssvm.fit(X_tr, Y_train_flat)
     Y_pred = ssvm.predict(X_te)
+    predictions[name] = Y_pred
     print(f"Results using {name}")
     print(f"Test accuracy: {accuracy_score(np.hstack(Y_test_flat), np.hstack(Y_pred)):.3f}")
     print(confusion_matrix(np.hstack(Y_test_flat), np.hstack(Y_pred)))
+
+# %%
+# Three test snakes (rows), cut to the snake's surroundings: the input colours,
+# the true numbering from head (1) to tail (10), and the numbering each CRF
+# predicts. The titles give each CRF's accuracy on the snake cells of all the
+# test images (the background is easy).
+snake_cells = np.hstack(Y_test_flat) > 0
+columns = ["input", "truth"]
+for name, pred in predictions.items():
+    accuracy = np.mean(np.hstack(pred)[snake_cells] == np.hstack(Y_test_flat)[snake_cells])
+    columns.append(f"{name.replace(' for edges', '')}\n(snake cells {accuracy:.2f})")
+shown = [0, 1, 2]
+numbering = plt.get_cmap("YlOrRd").copy()
+numbering.set_bad("white")
+fig, axes = plt.subplots(len(shown), len(columns), figsize=(9, 2.3 * len(shown)),
+                         layout="constrained")
+for row, k in enumerate(shown):
+    rows, cols = np.nonzero(Y_test[k])
+    box = (slice(max(rows.min() - 1, 0), rows.max() + 2),
+           slice(max(cols.min() - 1, 0), cols.max() + 2))
+    images = [snakes["X_test"][k], Y_test[k],
+              *(np.asarray(pred[k]).reshape(Y_test[k].shape) for pred in predictions.values())]
+    for col, image in enumerate(images):
+        ax = axes[row, col]
+        if col == 0:
+            ax.imshow(image[box], interpolation="nearest")
+        else:                                   # the numbers on the cells, background white
+            cells = np.ma.masked_equal(image[box], 0)
+            ax.imshow(cells, cmap=numbering, vmin=1, vmax=10, interpolation="nearest")
+            for (r, c), number in np.ndenumerate(image[box]):
+                if number:
+                    ax.text(c, r, str(number), ha="center", va="center", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if row == 0:
+            ax.set_title(columns[col], fontsize=9)
+plt.show()

@@ -7,8 +7,9 @@ App. H): the solver keeps ``v = A alpha`` and uses ``w = clip(v, lower, upper)``
 and its duality gap certifies the *constrained* problem. Scalars broadcast and
 infinite bounds are allowed. Some oracles need a box to be exact: graph cuts
 need nonnegative pairwise weights, pose trees nonnegative quadratic deformation
-weights; their models provide it as ``model.weight_bounds()`` and
-``box="model"`` uses it (see the graph-cut and pose examples).
+weights; their models provide it as ``model.weight_bounds()``, and the
+solvers' default ``box="auto"`` uses it (``box="model"`` insists on it; see the
+graph-cut and pose examples).
 
 Here we train a multiclass SVM on Gaussian blobs three times: unconstrained,
 with nonnegative weights, and with every weight in ``[-0.5, 0.5]``.

@@ -60,9 +60,10 @@ print(f"train accuracy {svm.score(X, Y):.3f}, test accuracy {svm.score(X_test, Y
 # Read the certificate
 # --------------------
 # Every pass appends a record to ``svm.history_``. On gap checks it holds the
-# exact primal and gap of the current iterate (``primal``, ``gap``) and, since
-# ``averaging="best"`` by default, of the weighted average (``primal_avg``,
-# ``dual_avg``, ``gap_avg``); ``iterate`` says which of the two ``fit`` returns.
+# exact primal and gap of the current iterate (``primal``, ``gap``) and, with
+# the default ``averaging="average"``, of the weighted average (``primal_avg``,
+# ``dual_avg``, ``gap_avg``), the iterate ``fit`` returns (``iterate`` says
+# which; ``averaging="best"`` returns the one with the smaller gap).
 # ``dual`` is D(alpha), known at
 # every pass; ``effective_passes`` counts oracle calls / n, gap checks included.
 checks = [r for r in svm.history_ if r["gap"] is not None]

@@ -17,10 +17,17 @@ import numpy as np
 from tqdm import tqdm
 
 import ssvm_data
-from ssvm_core import ConvergenceWarning, FrankWolfeSSVM, SolverState, SubgradientSSVM
+from ssvm.use import add_commands as add_use_commands
+from ssvm_core import (
+    ConvergenceWarning,
+    FrankWolfeSSVM,
+    SolverState,
+    SubgradientSSVM,
+    save_model,
+)
 from ssvm_core.convergence import BUDGET_STATUSES, budget_message, certified_suffix
-from ssvm_core.files import FolderGeneration, check_new_folder, free_folder, save_json, save_npz
-from ssvm_core.options import BY_NAME, OPTIONS, Boolean, Choice, validate
+from ssvm_core.files import FolderGeneration, check_new_folder, free_folder, save_json
+from ssvm_core.options import BY_NAME, OPTIONS, ORDER_SAMPLINGS, Boolean, Choice, validate
 from ssvm_core.validation import check_lam
 
 DEFAULT_DATASET = "default"
@@ -149,8 +156,8 @@ def _check_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
     if args.solver == "ssg":
         fw_only = _given(args, parser, [n for n in _TRAIN_OPTIONS if n not in _SSG_OPTIONS])
         fw_only += _given(args, parser, ["scheduler", "dask_local", "resume"])
-        if args.sampling == "gap":
-            fw_only.append("--sampling gap")
+        if args.sampling not in ORDER_SAMPLINGS:
+            fw_only.append(f"--sampling {args.sampling}")
         if fw_only:
             raise ValueError(f"--solver ssg does not take {', '.join(fw_only)} (Frank-Wolfe "
                              "options; SSG has no dual, no gap and no state to resume)")
@@ -185,8 +192,8 @@ def _check_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
             "earlier": earlier, "lam": lam}
 
 
-def _train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    plan = _check_train(args, parser)
+def _train(args: argparse.Namespace) -> int:
+    plan = _check_train(args, args.parser)
     dataset, state, earlier = plan["dataset"], plan["state"], plan["earlier"]
     X, Y, X_test, Y_test = _load(dataset, args)
     model = ssvm_data.model_for(dataset, Y, Y_test)
@@ -209,9 +216,7 @@ def _train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         FrankWolfeSSVM(model, lam=plan["lam"], C=args.C, batch=args.solver == "fw",
                          **{name: getattr(args, name) for name in _TRAIN_OPTIONS},
                          random_state=args.seed, callback=progress, executor=executor,
-                         warm_start=state is not None,
-                         # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-                         box="model" if hasattr(model, "weight_bounds") else None)
+                         warm_start=state is not None)
     if state is not None:
         svm.state_ = state
     start = time.perf_counter()
@@ -238,8 +243,7 @@ def _train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     with generation as out:
         save_json(out / "history.json", {"config": config, "summary": summary,
                                          "runs": runs, "history": history})
-        save_npz(out / "model.npz", w=svm.w_, lam=svm.lam_, model=repr(model),
-                 gap=getattr(svm, "gap_", math.nan), dataset=dataset)
+        save_model(svm, out / "model.npz", metadata={"dataset": dataset, "seed": args.seed})
         written = ["history.json", "model.npz"]
         if isinstance(svm, FrankWolfeSSVM):
             svm.state_.save(out / "state.npz")
@@ -335,7 +339,7 @@ def _json_float(x: float):
 # -- ssvm path ----------------------------------------------------------------------------
 
 
-def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _path(args: argparse.Namespace) -> int:
     """``ssvm path``: an eps-approximate (or heuristic) regularization path (ssvm_paths)."""
     from ssvm_paths import regularization_path
 
@@ -370,8 +374,6 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         model, X, Y, eps=args.eps, kappa=args.kappa, lam_min=args.lam_min,
         max_breakpoints=args.max_breakpoints, heuristic=args.heuristic, step=args.step,
         sampling=args.sampling, cache=not args.no_cache,
-        # models whose oracle is exact only inside a box (graph cuts: w_P >= 0)
-        box="model" if hasattr(model, "weight_bounds") else None,
         max_passes=args.max_passes, gap_check_every=args.gap_check_every,
         random_state=args.seed, n_jobs=args.n_jobs, callback=progress)
     # test scores at up to --max-scored breakpoints spread along the path (decoding the
@@ -408,7 +410,7 @@ def _path(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 # -- ssvm datasets ------------------------------------------------------------------------
 
 
-def _datasets(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _datasets(args: argparse.Namespace) -> int:
     from ssvm_data.lsp import LSP_FILE, find_lsp_file
 
     home = ssvm_data.data_home(args.data_home)
@@ -587,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     path.add_argument("--max-scored", type=int, default=16,
                       help=_help("Breakpoints, spread along the path, scored on the test "
                                  "set.", 16))
-    path.set_defaults(func=_path, parser=path)
+    path.set_defaults(func=_path)
 
     datasets = sub.add_parser(
         "datasets", help="List the data sets, where they were looked for and how to get them.",
@@ -596,14 +598,16 @@ def build_parser() -> argparse.ArgumentParser:
     datasets.add_argument("--data-home", default=None, metavar="FOLDER",
                           help=_help("Folder holding the real data sets, instead of "
                                      "$SSVM_DATA_HOME.", "$SSVM_DATA_HOME"))
-    datasets.set_defaults(func=_datasets, parser=datasets)
+    datasets.set_defaults(func=_datasets)
+
+    add_use_commands(sub)                  # ssvm evaluate, ssvm predict (ssvm/use.py)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args, args.parser)
+        return args.func(args)
     except (OSError, ValueError) as err:
         # One line, no traceback: bad arguments, unreadable inputs, unwritable outputs.
         message = " ".join(str(err).split())

@@ -348,11 +348,11 @@ def test_get_params_set_params_round_trip():
                          averaging=False, tol=1e-5, max_passes=11, max_oracle_calls=99,
                          time_budget=3.0, gap_check_every=4, warm_start=True,
                          random_state=7, callback=cb, n_jobs=2, verbose=0)
-    params = est.get_params()
+    params = est.get_params(deep=False)
     assert params == {"model": model, "lam": 0.3, "C": None, "batch": True,
                       "line_search": False, "sampling": "perm", "step": "fw", "cache": False,
                       "cache_size": 50, "cache_factor": 0.25, "cache_nu": 0.01,
-                      "n_samples": 1, "psi_float32": False, "box": None,
+                      "n_samples": 1, "psi_float32": False, "box": "auto",
                       "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
                       "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,
@@ -360,11 +360,13 @@ def test_get_params_set_params_round_trip():
                       "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0,
                       "batch_blocks": 1, "executor": None}
     clone = FrankWolfeSSVM(**params)
-    assert clone.get_params() == params
-    assert est.get_params(deep=False) == params
+    assert clone.get_params(deep=False) == params
+    deep = est.get_params()                     # the model's own parameters nest
+    assert deep["model__n_classes"] == model.n_classes and deep.keys() == params.keys() | {
+        f"model__{k}" for k in model.get_params()}
     other = FrankWolfeSSVM(model)
     assert other.set_params(**params) is other
-    assert other.get_params() == params
+    assert other.get_params(deep=False) == params
     with pytest.raises(ValueError, match="invalid parameter 'alpha'"):
         other.set_params(alpha=1.0)
     assert repr(est).startswith("FrankWolfeSSVM(model=")

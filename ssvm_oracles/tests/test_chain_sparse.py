@@ -61,7 +61,7 @@ def dense(X):
 def test_sparse_chain_equals_brute_force(data):
     """solve and evaluate against enumeration, with an independent dense Python chain."""
     X, Y, K, F, rng, binary = data
-    oracle = ChainModel(K, F, sparse_blocks=True).bind(X, Y)
+    oracle = ChainModel(K, F, blocks="sparse").bind(X, Y)
     problem = enumerate_problem(ToyChainModel(K, F).bind(dense(X), Y))
     # Binary tokens with equal attributes can tie exactly: then any maximiser is right.
     check_oracle(oracle, problem, weights(rng, oracle.n_features), atol=1e-11,
@@ -75,8 +75,8 @@ def test_sparse_chain_equals_brute_force(data):
 def test_sparse_features_equal_the_dense_model(data):
     """Identical answers (bit for bit) when the same features are given densely."""
     X, Y, K, F, rng, _ = data
-    sparse = ChainModel(K, F, sparse_blocks=True).bind(X, Y)
-    dense_oracle = ChainModel(K, F, sparse_blocks=False).bind(dense(X), Y)
+    sparse = ChainModel(K, F, blocks="sparse").bind(X, Y)
+    dense_oracle = ChainModel(K, F, blocks="dense").bind(dense(X), Y)
     assert dense_oracle.block_support(0) is None
     for w in weights(rng, sparse.n_features):
         for i in range(sparse.n_blocks):
@@ -97,7 +97,7 @@ def test_sparse_features_equal_the_dense_model(data):
 @given(sparse_chains())
 def test_evaluate_agrees_with_solve_and_ground_truth_is_zero(data):
     X, Y, K, F, rng, _ = data
-    oracle = ChainModel(K, F, sparse_blocks=True).bind(X, Y)
+    oracle = ChainModel(K, F, blocks="sparse").bind(X, Y)
     for w in weights(rng, oracle.n_features):
         for i in range(oracle.n_blocks):
             labels, psi, loss, score = oracle.solve_py(i, w)
@@ -114,7 +114,7 @@ def test_evaluate_agrees_with_solve_and_ground_truth_is_zero(data):
 def test_block_support_is_exactly_what_labellings_touch(data):
     """The support is the union of the nonzeros of psi_i(y) over all labellings y."""
     X, Y, K, F, _rng, _ = data
-    oracle = ChainModel(K, F, sparse_blocks=True).bind(X, Y)
+    oracle = ChainModel(K, F, blocks="sparse").bind(X, Y)
     problem = enumerate_problem(ToyChainModel(K, F).bind(dense(X), Y))
     for i in range(oracle.n_blocks):
         support = oracle.block_support(i)
@@ -126,7 +126,7 @@ def test_block_support_is_exactly_what_labellings_touch(data):
 def test_block_support_by_hand():
     """K = 2, F = 4: attributes 1 and 3 occur; d = 8 + 4 + 6."""
     x = sp.csr_array(np.array([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 2.0]]))
-    oracle = ChainModel(2, 4, sparse_blocks=True).bind([x, x[[0]]], [[0, 1], [1]])
+    oracle = ChainModel(2, 4, blocks="sparse").bind([x, x[[0]]], [[0, 1], [1]])
     np.testing.assert_array_equal(oracle.block_support(0),
                                   [2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17])
     # one token: no transition can occur
@@ -138,18 +138,17 @@ def test_block_support_by_hand():
 def test_sparse_blocks_default_follows_memory():
     rng = np.random.default_rng(0)
     X, Y = sparse_sentences(rng, 20, 5, 3, 400, density=0.01)
-    assert ChainModel(3).bind(X, Y).sparse_blocks
-    X_dense, Y_dense = sparse_sentences(rng, 5, 5, 3, 4, density=0.9)
-    assert not ChainModel(3).bind(dense(X_dense), Y_dense).sparse_blocks
-    assert not ChainModel(3, sparse_blocks=False).bind(X, Y).sparse_blocks
-    with pytest.raises(ValueError, match="sparse_blocks must be None, True or False"):
-        ChainModel(3, sparse_blocks="yes")
+    assert ChainModel(3, blocks="sparse").bind(X, Y).sparse_blocks
+    assert ChainModel(3).bind(X, Y).compact_blocks          # "auto": compact
+    assert not ChainModel(3, blocks="dense").bind(X, Y).sparse_blocks
+    with pytest.raises(ValueError, match="blocks must be one of"):
+        ChainModel(3, blocks="packed")
 
 
 def test_sparse_blocks_survive_pickling():
     rng = np.random.default_rng(1)
     X, Y = sparse_sentences(rng, 4, 4, 3, 30, density=0.1)
-    oracle = ChainModel(3, sparse_blocks=True).bind(X, Y)
+    oracle = ChainModel(3, blocks="sparse").bind(X, Y)
     clone = pickle.loads(pickle.dumps(oracle))
     assert clone.sparse_blocks
     for i in range(oracle.n_blocks):
@@ -163,7 +162,7 @@ def test_bcfw_with_sparse_blocks_matches_dense_blocks(sampling):
     X, Y = sparse_sentences(rng, 12, 6, 3, 40, density=0.1)
     runs = {}
     for sparse_blocks in (True, False):
-        oracle = ChainModel(3, sparse_blocks=sparse_blocks).bind(X, Y)
+        oracle = ChainModel(3, blocks="sparse" if sparse_blocks else "dense").bind(X, Y)
         result = solve(oracle, 0.1, max_passes=6, gap_check_every=3, sampling=sampling,
                        random_state=0, tol=0)
         runs[sparse_blocks] = (oracle, result)
@@ -183,7 +182,7 @@ def test_bcfw_with_sparse_blocks_matches_dense_blocks(sampling):
 def test_state_layout_uses_the_supports():
     rng = np.random.default_rng(3)
     X, Y = sparse_sentences(rng, 5, 4, 2, 50, density=0.05)
-    oracle = ChainModel(2, sparse_blocks=True).bind(X, Y)
+    oracle = ChainModel(2, blocks="sparse").bind(X, Y)
     state = SolverState.for_oracle(oracle, 0.1)
     sizes = [len(oracle.block_support(i)) for i in range(oracle.n_blocks)]
     np.testing.assert_array_equal(np.diff(state.block_ptr), sizes)

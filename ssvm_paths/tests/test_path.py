@@ -235,7 +235,7 @@ def test_path_with_sparse_block_storage(toy, variant, fractions):
     from ssvm_oracles import ChainModel
 
     step, cache, sampling = variant
-    model = ChainModel(toy.model.n_states, sparse_blocks=True)
+    model = ChainModel(toy.model.n_states, blocks="sparse")
     oracle = model.bind(toy.X, toy.Y)
     assert any(oracle.block_support(i) is not None for i in range(oracle.n_blocks))
     path = regularization_path(model, toy.X, toy.Y, eps=EPS, lam_min=1e-2, step=step,

@@ -15,7 +15,9 @@ Examples
 >>> result = solve(oracle, lam=0.1, tol=1e-3, random_state=0)
 >>> result.status, result.certified, bool(result.gap <= 1e-3)
 ('converged', True, True)
->>> bool(duality_gap(oracle, result.state) == result.gap)  # the returned iterate is the plain one
+>>> result.iterate  # the weighted average of the iterates, certified by its own gap
+'average'
+>>> bool(duality_gap(oracle, result.state, averaged=True) == result.gap)
 True
 >>> svm = FrankWolfeSSVM(model, lam=0.1, random_state=0).fit(X, Y)
 >>> bool(svm.gap_ <= 1e-3), svm.score(X, Y)  # score: 1 - mean loss on the training set
@@ -25,7 +27,8 @@ True
 from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
-from ssvm_core.exceptions import ConvergenceWarning, NotFittedError
+from ssvm_core.exceptions import ConvergenceWarning, ModelFileError, NotFittedError
+from ssvm_core.model_io import load_model, save_model
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
@@ -40,6 +43,7 @@ __all__ = [
     "ConvergenceWarning",
     "FrankWolfeSSVM",
     "MaxOracle",
+    "ModelFileError",
     "NotFittedError",
     "PythonOracle",
     "SolveResult",
@@ -51,7 +55,9 @@ __all__ = [
     "dual_objective",
     "duality_gap",
     "labelling_key",
+    "load_model",
     "primal_objective",
+    "save_model",
     "solve",
     "subgradient_solve",
 ]

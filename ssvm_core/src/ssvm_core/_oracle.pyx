@@ -17,6 +17,69 @@ import scipy.sparse as sp
 from ssvm_core.validation import check_weights
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._vector cimport checked_malloc
+
+
+cdef struct _Expansion:
+    # A_i e as COO entries in buffers of max_expand entries (the default coord_* methods)
+    int32_t* idx
+    float64_t* val
+    intp_t nnz
+
+
+cdef int _alloc_expansion(MaxOracle oracle, _Expansion* ex) except -1 nogil:
+    """Buffers of ``max_expand`` entries for one ``coord_expand`` (``_free_expansion``)."""
+    cdef intp_t size = oracle.max_expand if oracle.max_expand > 0 else 1
+    ex.nnz = 0
+    ex.val = NULL
+    ex.idx = <int32_t*> checked_malloc(size * sizeof(int32_t), "coord_expand buffer")
+    ex.val = <float64_t*> malloc(size * sizeof(float64_t))
+    if ex.val == NULL:
+        free(ex.idx)
+        ex.idx = NULL
+        with gil:
+            raise MemoryError("coord_expand buffer")
+    return 0
+
+
+cdef void _free_expansion(_Expansion* ex) noexcept nogil:
+    free(ex.idx)
+    free(ex.val)
+    ex.idx, ex.val, ex.nnz = NULL, NULL, 0
+
+
+cdef void _sort_entries(int32_t* idx, float64_t* val, intp_t m) noexcept nogil:
+    """Sort COO entries by index (insertion sort for short runs, else heap sort)."""
+    cdef intp_t a, b, end
+    cdef int32_t ti
+    cdef float64_t tv
+    if m <= 32:
+        for a in range(1, m):
+            ti, tv, b = idx[a], val[a], a - 1
+            while b >= 0 and idx[b] > ti:
+                idx[b + 1], val[b + 1] = idx[b], val[b]
+                b -= 1
+            idx[b + 1], val[b + 1] = ti, tv
+        return
+    for a in range(m // 2 - 1, -1, -1):          # heapify (max-heap by index)
+        _sift(idx, val, a, m)
+    for end in range(m - 1, 0, -1):
+        idx[0], idx[end] = idx[end], idx[0]
+        val[0], val[end] = val[end], val[0]
+        _sift(idx, val, 0, end)
+
+
+cdef inline void _sift(int32_t* idx, float64_t* val, intp_t root, intp_t m) noexcept nogil:
+    cdef intp_t child
+    while 2 * root + 1 < m:
+        child = 2 * root + 1
+        if child + 1 < m and idx[child + 1] > idx[child]:
+            child += 1
+        if idx[root] >= idx[child]:
+            return
+        idx[root], idx[child] = idx[child], idx[root]
+        val[root], val[child] = val[child], val[root]
+        root = child
 
 
 cdef class MaxOracle:
@@ -29,16 +92,20 @@ cdef class MaxOracle:
     Compact blocks are optional: an oracle whose joint features factor as
     psi_i(y) = A_i q_i(y), with q_i a short sufficient statistic (for a chain,
     per-token label indicators and transition counts), sets ``max_coords``
-    and implements ``block_coords``, ``coord_scores``, ``coord_sqnorm`` and
-    ``coord_expand``, and fills a corner's ``coord_*`` and ``theta`` buffers
-    when they are set.  The solvers then store each block's dual vector as
-    its ``block_coords(i)`` coordinates instead of a d-vector.  ``coord_sqnorm``,
-    ``coord_expand`` and ``coord_add`` take sparse coordinates (distinct,
-    increasing indices): a step changes only the coordinates its corner and
-    the block touch, and costs that many, not ``block_coords(i)``.
+    (and ``max_coord_nnz``, ``max_expand``), implements ``block_coords``,
+    ``coord_scores`` and ``coord_expand``, and fills a corner's ``coord_*``
+    and ``theta`` buffers when they are set.  The solvers then store each
+    block's dual vector as its ``block_coords(i)`` coordinates instead of a
+    d-vector.  ``coord_sqnorm``, ``coord_expand`` and ``coord_add`` take
+    sparse coordinates (distinct, increasing indices): a step changes only
+    the coordinates its corner and the block touch, and costs that many, not
+    ``block_coords(i)``.
 
-    ``coord_add`` is the fused form of ``coord_expand`` that the solvers use
-    without a box.
+    ``coord_sqnorm`` (||A_i e||^2) and ``coord_add`` (the fused
+    ``out += A_i e`` the solvers use without a box) have defaults written
+    through ``coord_expand``: correct for any basis, at the cost of an
+    allocation and a sort per call; fast oracles override them (a Gram
+    matrix, a direct scatter).
 
     ``exact`` (True here) says whether ``solve`` returns a true maximiser of
     H_i(y; w).  Approximate oracles (loopy belief propagation, move-making
@@ -87,8 +154,28 @@ cdef class MaxOracle:
 
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:
-        with gil:
-            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+        """||A_i e||^2 by default through ``coord_expand``: the expansion's entries
+        sorted by feature, repeated features summed, then squared."""
+        cdef intp_t m, q, start
+        cdef float64_t total = 0.0, run
+        if self.max_coords <= 0:
+            with gil:
+                raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+        cdef _Expansion ex
+        _alloc_expansion(self, &ex)
+        try:
+            m = self.coord_expand(i, idx, val, nnz, ex.idx, ex.val)
+            _sort_entries(ex.idx, ex.val, m)
+            q = 0
+            while q < m:
+                start, run = q, 0.0
+                while q < m and ex.idx[q] == ex.idx[start]:
+                    run += ex.val[q]
+                    q += 1
+                total += run * run
+        finally:
+            _free_expansion(&ex)
+        return total
 
     cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
                              intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
@@ -97,8 +184,22 @@ cdef class MaxOracle:
 
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
-        with gil:
-            raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+        """out += A_i e (and out2 += c2 A_i e) by default through ``coord_expand``."""
+        cdef intp_t q
+        if self.max_coords <= 0:
+            with gil:
+                raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
+        cdef _Expansion ex
+        _alloc_expansion(self, &ex)
+        try:
+            ex.nnz = self.coord_expand(i, idx, val, nnz, ex.idx, ex.val)
+            for q in range(ex.nnz):
+                out[ex.idx[q]] += ex.val[q]
+                if out2 != NULL:
+                    out2[ex.idx[q]] += c2 * ex.val[q]
+        finally:
+            _free_expansion(&ex)
+        return 0
 
     @property
     def compact_blocks(self) -> bool:
@@ -161,15 +262,20 @@ cdef class MaxOracle:
         self.coord_add(i, &iv[0], &vv[0], idx.shape[0] - 1, &o1[0],
                        NULL if o2 is None else &o2[0], c2)
 
-    def solve_coords_py(self, i, w):
+    def solve_coords_py(self, i, w, psi=True):
         """``solve`` with the compact buffers: ``(labels, psi, q, theta, loss, score)``,
-        psi a dense d-vector and q dense in the block's coordinates."""
+        psi a dense d-vector and q dense in the block's coordinates.
+
+        ``psi=False`` sets ``Corner.coords_only`` (the oracle may skip psi); psi
+        is then None.
+        """
         i = self._check_compact(i)
         cdef const float64_t[::1] wv = check_weights(w, self.n_features)
-        cdef CornerBuffer buf = CornerBuffer(self, compact=True)
+        cdef CornerBuffer buf = CornerBuffer(self, compact=True, psi=bool(psi))
         self.solve(i, &wv[0], &buf.corner)
-        return (buf.labels(), buf.dense_psi(self.n_features), buf.dense_coords(i),
-                buf._theta[:self.block_coords(i)].copy(), buf.corner.loss, buf.corner.score)
+        return (buf.labels(), buf.dense_psi(self.n_features) if psi else None,
+                buf.dense_coords(i), buf._theta[:self.block_coords(i)].copy(),
+                buf.corner.loss, buf.corner.score)
 
     def evaluate_coords_py(self, i, labels, w):
         """``evaluate`` with the compact buffers: ``(psi, q, loss, score)``."""
@@ -351,6 +457,9 @@ cdef class PythonOracle(MaxOracle):
     is ``L_i(y) >= 0``.  It may define ``max_psi_nnz`` (defaults to
     ``n_features``) and ``block_support(i)``.  Each call takes the GIL once;
     every answer is checked and a wrong shape or value raises ``ValueError``.
+    ``w`` is a read-only copy of the solver's iterate that owns its memory:
+    the object may keep it.  Other attributes of the object (e.g.
+    ``weight_bounds``) are read through the adapter.
     """
 
     def __cinit__(self, obj):
@@ -371,7 +480,6 @@ cdef class PythonOracle(MaxOracle):
             raise ValueError("an oracle needs n_blocks >= 1, n_features >= 1 and max_labels >= 0")
         self.dense_psi = False
         self.needs_gil = True
-        self._w_ptr = NULL
 
     def __reduce__(self):
         return (PythonOracle, (self.obj,))
@@ -385,14 +493,21 @@ cdef class PythonOracle(MaxOracle):
         support = getattr(self.obj, "block_support", None)
         return None if support is None else support(i)
 
+    def __getattr__(self, name):
+        # the wrapped object's other attributes (e.g. ``weight_bounds``), but not
+        # ``take_blocks``: a distributed executor's shard must be a MaxOracle
+        if self.obj is None or name.startswith("__") or name == "take_blocks":
+            raise AttributeError(name)
+        return getattr(self.obj, name)
+
     cdef object _view_of(self, const float64_t* w):
-        # A read-only NumPy view of w, reused while the solver passes the same buffer.
-        if w != self._w_ptr:
-            view = np.asarray(<float64_t[:self.n_features]> <float64_t*> w)
-            view.flags.writeable = False
-            self._w_view = view
-            self._w_ptr = w
-        return self._w_view
+        # A read-only copy of w that owns its memory: the object may keep it
+        # (log it, memoise on it) and it stays intact and equal to that
+        # iterate after the solver moves on or frees its buffer.  (The
+        # ``_w_view`` and ``_w_ptr`` fields of the .pxd are no longer used.)
+        arr = np.array(<float64_t[:self.n_features]> <float64_t*> w)
+        arr.flags.writeable = False
+        return arr
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         with gil:

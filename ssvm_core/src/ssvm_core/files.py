@@ -90,6 +90,28 @@ def save_json(path: str | os.PathLike, obj: Any, indent: int | None = 1) -> None
         json.dump(obj, f, indent=indent)
 
 
+def check_writable_folder(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` if needed and check that files can be written in it.
+
+    Called before writing a single output file (``ssvm evaluate --json``,
+    ``ssvm predict --output``); a run's folder of several files is written
+    with :class:`FolderGeneration` instead.  Raises ``OSError`` naming the
+    folder otherwise (e.g. it is an existing file, or not writable).
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"output folder {folder} is an existing file")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ssvm-write-test.", dir=folder)
+    except OSError as err:
+        raise PermissionError(f"cannot write in output folder {folder}: "
+                              f"{err.strerror or err}") from err
+    os.close(fd)
+    os.unlink(probe)
+    return folder
+
+
 def _nearest_existing(path: Path) -> Path:
     """``path`` or its closest ancestor that exists."""
     path = Path(os.path.abspath(path))

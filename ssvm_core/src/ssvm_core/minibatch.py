@@ -26,7 +26,7 @@ current w, and a predicted hit that misses calls the oracle in place.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from ssvm_core import _active, _fw
 from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import Executor
+from ssvm_core.options import SAMPLINGS, sampling_order
 from ssvm_core.state import SolverState
 from ssvm_core.step_counts import StepCounts
 
@@ -48,9 +49,10 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
     ----------
     rng : numpy Generator
         Randomness of the draws.
-    sampling : {"uniform", "perm", "gap"}
+    sampling : {"uniform", "perm", "gap", "seq"}
         ``uniform``: tau blocks drawn uniformly without replacement per round;
-        ``perm``: consecutive chunks of one fresh permutation; ``gap``: the
+        ``perm``: consecutive chunks of one fresh permutation; ``seq``:
+        consecutive chunks of 0, 1, ..., n - 1; ``gap``: the
         never-visited blocks first (in random order), then tau blocks per round
         drawn without replacement with probability proportional to their
         current gap estimates (read when the round is drawn, so the steps of
@@ -66,8 +68,8 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
     ndarray of intp
     """
     n = state.n_blocks
-    if sampling == "perm":
-        order = rng.permutation(n).astype(np.intp)
+    if sampling in ("perm", "seq"):
+        order = sampling_order(rng, sampling, n)
         for start in range(0, n, tau):
             yield order[start:start + tau]
         return
@@ -76,7 +78,7 @@ def round_blocks(rng: np.random.Generator, sampling: str, state: SolverState,
             yield _distinct_uniform(rng, n, min(tau, n - start))
         return
     if sampling != "gap":
-        raise ValueError(f"sampling must be 'uniform', 'perm' or 'gap', got {sampling!r}")
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
     unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
     for start in range(0, n, tau):
         size = min(tau, n - start)
@@ -127,7 +129,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                    rng: np.random.Generator, tau: int, *, sampling: str = "uniform",
                    line_search: bool = True, active_sets: bool = False, step: str = "fw",
                    cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
-                   n_samples: int = 1) -> int:
+                   n_samples: int = 1, should_stop: Callable[[], bool] | None = None) -> int:
     """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
 
     Parameters
@@ -142,7 +144,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         Draws the rounds (see ``round_blocks``).
     tau : int
         Blocks per round.
-    sampling : {"uniform", "perm", "gap"}, default "uniform"
+    sampling : {"uniform", "perm", "gap", "seq"}, default "uniform"
         See ``round_blocks``.
     line_search : bool, default True
         False: the predefined step 2n / (k + 2n) (FW steps).
@@ -151,6 +153,12 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         every ``step`` but "fw", by ``cache`` and by ``n_samples > 1``.
     step, cache, cache_factor, cache_nu, n_samples :
         As in ``ssvm_core.solve``; ``n_samples`` answers are stored per block.
+    should_stop : callable or None, default None
+        Asked after every round of the rounds made in Python (the executors that
+        are not threads of this process, e.g. Dask, or gap sampling and active
+        sets): True ends the pass there (Ctrl-C, a spent time budget).  The steps
+        taken so far are kept; the compiled loop of local threads runs the whole
+        pass, which takes no longer than a pass of serial BCFW.
 
     Returns
     -------
@@ -184,6 +192,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         finally:
             calls += ask.shape[0] + replay.fallbacks
             state.record_steps(StepCounts(replaced=answers.replaced))
+        if should_stop is not None and should_stop():
+            break
     return calls
 
 

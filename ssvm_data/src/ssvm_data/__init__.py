@@ -8,7 +8,15 @@ from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
 from ssvm_data.lsp import load_lsp_joints
 from ssvm_data.ocr import load_ocr
-from ssvm_data.registry import ModelSpec, available_datasets, load_dataset, model_for, model_spec
+from ssvm_data.registry import (
+    DatasetTask,
+    ModelSpec,
+    available_datasets,
+    dataset_task,
+    load_dataset,
+    model_for,
+    model_spec,
+)
 from ssvm_data.synthetic import (
     chain,
     conll_like,
@@ -23,6 +31,7 @@ __version__ = _version("ssvm-data")
 
 __all__ = [
     "ConllVocabulary",
+    "DatasetTask",
     "ModelSpec",
     "SuperpixelImage",
     "__version__",
@@ -31,6 +40,7 @@ __all__ = [
     "conll_like",
     "data_home",
     "download_enabled",
+    "dataset_task",
     "horseseg_like",
     "load_conll2000",
     "load_dataset",

@@ -213,6 +213,72 @@ def load_conll2000(
     return (X, Y, X_test, Y_test, vocab) if return_vocab else (X, Y, X_test, Y_test)
 
 
+def load_conll_tokens(
+    split: str = "full",
+    part: str = "test",
+    *,
+    file: str | os.PathLike | None = None,
+    path: str | os.PathLike | None = None,
+    data_home: str | os.PathLike | None = None,
+    download: bool | None = None,
+    min_count: int = 1,
+) -> tuple[Sentences, list, list[np.ndarray]]:
+    """The sentences of one part of a split, or of any CoNLL-format file, with their matrices.
+
+    The attributes are those of the training sentences of `split` (as in
+    :func:`load_conll2000`), so the matrices fit a model trained on that
+    split whatever file they are read from; the sentences keep the words
+    and POS tags (to write predictions next to them).
+
+    Parameters
+    ----------
+    split : {"full", "small"}, default="full"
+        The split whose training sentences define the attributes.
+    part : {"train", "test"}, default="test"
+        Which sentences of the split to return (ignored with `file`).
+    file : str or os.PathLike, optional
+        A file in the CoNLL-2000 format (``word POS chunk`` per line, a blank
+        line between sentences; optionally gzipped) to read instead.
+    path, data_home, download, min_count :
+        As in :func:`load_conll2000` (where the shared-task files are).
+
+    Returns
+    -------
+    sentences : Sentences
+        ``words``, ``pos``, ``labels`` (token after token) and ``lengths``.
+    X, Y : lists
+        Per sentence a CSR token x attribute matrix and its labels, as
+        :func:`load_conll2000` returns them.
+
+    Raises
+    ------
+    ValueError
+        Unknown `split` or `part`, or a malformed file (the message names it).
+    FileNotFoundError
+        The shared-task files (or `file`) cannot be found.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; valid splits are {', '.join(SPLITS)}")
+    if part not in ("train", "test"):
+        raise ValueError(f"part must be 'train' or 'test', got {part!r}")
+    if isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1:
+        raise ValueError(f"min_count must be an integer >= 1, got {min_count!r}")
+    if file is not None and not Path(os.fspath(file)).is_file():
+        raise FileNotFoundError(f"CoNLL file {os.fspath(file)} does not exist")
+    files = find_conll_files(path=path, data_home=data_home)
+    if files is None:
+        files = _download(path, data_home, download)
+    train = read_conll_file(files["train"])
+    if split == "small":
+        train = _first_sentences(train, SMALL_SIZE)
+    if file is not None:
+        target = read_conll_file(file)
+    else:
+        target = train if part == "train" else read_conll_file(files["test"])
+    _, _, X, Y, _ = extract_attributes(train, target, min_count=min_count)
+    return target, X, Y
+
+
 def find_conll_files(
     path: str | os.PathLike | None = None,
     data_home: str | os.PathLike | None = None,

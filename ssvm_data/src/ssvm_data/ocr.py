@@ -135,6 +135,34 @@ def load_ocr(
     return (*_select(words, train), *_select(words, ~train))
 
 
+def read_ocr_words(path: str | os.PathLike) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every word of one OCR file (any format of :func:`load_ocr`), whatever its fold.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A ``letters.npz``, ``letter.data[.gz]`` or ``letters.pickle`` file
+        (the format is chosen by the name; see :func:`load_ocr`).
+
+    Returns
+    -------
+    X, Y : list of numpy.ndarray
+        As in :func:`load_ocr`, in the order of the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        The file is corrupt, truncated or of an unknown format.
+    """
+    file = Path(os.fspath(path))
+    if not file.is_file():
+        raise FileNotFoundError(f"OCR file {file} does not exist")
+    words = _read(file)
+    return _select(words, np.ones(len(words.lengths), dtype=bool))
+
+
 def find_ocr_file(
     path: str | os.PathLike | None = None,
     data_home: str | os.PathLike | None = None,

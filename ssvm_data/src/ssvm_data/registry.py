@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -195,6 +196,52 @@ _DATASETS = {
         # distance transforms need quadratic weights >= 0
         ModelSpec("ssvm_oracles", "PoseModel", (POSE_TREE_PARENTS, SCALE_PARTS))),
 }
+
+
+class DatasetTask(NamedTuple):
+    """What a data set's labels mean, for evaluating and writing predictions.
+
+    Attributes
+    ----------
+    kind : str
+        The task kind, a key of :data:`ssvm_data.metrics.TASK_METRICS`:
+        ``"sequence"``, ``"chunking"``, ``"multiclass"`` or ``"structured"``.
+    labels : tuple of str or None
+        Name of each label (``labels[k]`` of label k): letters for OCR, chunk
+        tags for CoNLL; None when the labels have no names.
+    """
+
+    kind: str
+    labels: tuple[str, ...] | None = None
+
+
+_LETTERS = DatasetTask("sequence", tuple(string.ascii_lowercase))
+_CHUNKS = DatasetTask("chunking", CHUNK_TAGS)
+_TASKS = {
+    "ocr-small": _LETTERS, "ocr-large": _LETTERS, "synthetic-ocr": _LETTERS,
+    "conll": _CHUNKS, "conll-small": _CHUNKS,
+    "synthetic-chain": DatasetTask("sequence"),
+    "synthetic-multiclass": DatasetTask("multiclass"),
+}
+
+
+def dataset_task(name: str) -> DatasetTask:
+    """The task of data set ``name``: which metrics ``ssvm evaluate`` reports, label names.
+
+    Raises
+    ------
+    ValueError
+        If `name` is unknown (the message lists the known names).
+
+    Examples
+    --------
+    >>> dataset_task("conll").kind, dataset_task("ocr-large").labels[:3]
+    ('chunking', ('a', 'b', 'c'))
+    >>> dataset_task("synthetic-matching")
+    DatasetTask(kind='structured', labels=None)
+    """
+    _dataset(name)
+    return _TASKS.get(name, DatasetTask("structured"))
 
 
 def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:

@@ -33,12 +33,15 @@ t = T - 1); a transition column is its own entry of w.  So a block's dual
 vector is kept in T K + K K numbers instead of d, A_i^T w is the unary table
 Viterbi computes anyway plus the transitions, and ||A_i e||^2 needs only the
 T x T Gram matrix G[t, s] = <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1],
-computed once per sequence.
+computed once per sequence of at most ``GRAM_MAX_TOKENS`` tokens (so the Grams
+take at most 8 GRAM_MAX_TOKENS bytes per token); a longer sequence's norms are
+summed from its token rows instead, in time and memory linear in the rows the
+direction touches (``_sqnorm_by_rows``).
 """
 
 cimport cython
 from libc.stdlib cimport free
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -290,6 +293,11 @@ cdef enum:
     # Token-label entries of a direction whose tokens and states coord_sqnorm
     # keeps on the stack (more: malloc)
     _SQNORM_STACK = 64
+    # Longest sequence whose Gram is precomputed (see the module docstring)
+    _GRAM_MAX_TOKENS = 256
+
+GRAM_MAX_TOKENS = _GRAM_MAX_TOKENS
+
 
 
 cdef inline intp_t _token_of(intp_t c, intp_t K, intp_t t) noexcept nogil:
@@ -303,14 +311,17 @@ cdef inline intp_t _token_of(intp_t c, intp_t K, intp_t t) noexcept nogil:
 def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
                    const float64_t[::1] feat_val, const intp_t[::1] seq_ptr,
                    intp_t n_features):
-    """Per sequence the T x T matrix <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1],
-    flattened row-major into one array, with the offsets ``ptr`` (``(ptr, grams)``)."""
+    """Per sequence of at most ``GRAM_MAX_TOKENS`` tokens the T x T matrix
+    <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1], flattened row-major into one
+    array, with the offsets ``ptr`` (``(ptr, grams)``).  Longer sequences get
+    none, and neither do sequences whose Gram overflows (features of magnitude
+    1e155 and more): their norms are summed from the token rows."""
     cdef intp_t n = seq_ptr.shape[0] - 1, i, T, t, s, p, t0
     ptr = np.zeros(n + 1, dtype=np.intp)
     cdef intp_t[::1] pv = ptr
     for i in range(n):
         T = seq_ptr[i + 1] - seq_ptr[i]
-        pv[i + 1] = pv[i] + T * T
+        pv[i + 1] = pv[i] + (T * T if T <= _GRAM_MAX_TOKENS else 0)
     grams = np.zeros(pv[n])
     cdef float64_t[::1] g = grams
     cdef float64_t[::1] row = np.zeros(max(n_features, 1))
@@ -319,6 +330,8 @@ def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
         for i in range(n):
             t0 = seq_ptr[i]
             T = seq_ptr[i + 1] - t0
+            if T > _GRAM_MAX_TOKENS:
+                continue
             for t in range(T):
                 for p in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                     row[feat_idx[p]] += feat_val[p]
@@ -332,6 +345,16 @@ def sequence_grams(const intp_t[::1] tok_ptr, const int32_t[::1] feat_idx,
                     g[pv[i] + s * T + t] = acc
                 for p in range(tok_ptr[t0 + t], tok_ptr[t0 + t + 1]):
                     row[feat_idx[p]] = 0.0
+    sizes = np.diff(ptr)
+    finite = np.isfinite(grams)
+    if not finite.all():                # keep only the Grams without overflow
+        owner = np.repeat(np.arange(n), sizes)
+        bad = np.zeros(n, dtype=bool)
+        bad[owner[~finite]] = True
+        keep = ~bad[owner]
+        sizes[bad] = 0
+        ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+        grams = grams[keep]
     return ptr, grams
 
 
@@ -464,7 +487,7 @@ cdef class ChainOracle(MaxOracle):
         if not self._binary:
             ssvm_prefetch(&self.feat_val[p0], (p1 - p0) * sizeof(float64_t))
         ssvm_prefetch(&self.labels[t0], T * sizeof(int32_t))
-        if self.max_coords > 0:
+        if self.max_coords > 0 and self._gram_ptr[i + 1] > self._gram_ptr[i]:
             ssvm_prefetch(&self._grams[self._gram_ptr[i]], T * T * sizeof(float64_t))
 
     cdef intp_t block_coords(self, intp_t i) noexcept nogil:
@@ -486,14 +509,17 @@ cdef class ChainOracle(MaxOracle):
                                 intp_t nnz) except? -1 nogil:
         """sum over token-label entries (t, k), (s, k) of one state of
         G[t, s] e[t, k] e[s, k], plus the transitions' squares: O(n_tok^2) for
-        the n_tok token-label entries."""
+        the n_tok token-label entries (``_sqnorm_by_rows`` for a sequence
+        without a stored Gram)."""
         cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i], K = self.L.K, TK = T * K
         cdef intp_t j, j2, t = 0, n_tok = 0
-        cdef const float64_t* G = &self._grams[self._gram_ptr[i]]
+        cdef const float64_t* G
         cdef const float64_t* Gt
         cdef float64_t total = 0.0, cross = 0.0, row
         cdef intp_t small[2 * _SQNORM_STACK]
         cdef intp_t* tk = small                 # token of entry j at 2 j, state at 2 j + 1
+        if self._gram_ptr[i + 1] == self._gram_ptr[i]:      # no stored Gram
+            return self._sqnorm_by_rows(i, idx, val, nnz)
         while n_tok < nnz and idx[n_tok] < TK:
             n_tok += 1
         if n_tok > _SQNORM_STACK:
@@ -502,6 +528,7 @@ cdef class ChainOracle(MaxOracle):
             t = _token_of(idx[j], K, t)
             tk[2 * j] = t
             tk[2 * j + 1] = idx[j] - t * K
+        G = &self._grams[self._gram_ptr[i]]
         for j in range(n_tok):
             Gt = G + tk[2 * j] * T
             total += Gt[tk[2 * j]] * val[j] * val[j]
@@ -513,6 +540,67 @@ cdef class ChainOracle(MaxOracle):
         if tk != small:
             free(tk)
         total += 2.0 * cross
+        for j in range(n_tok, nnz):
+            total += val[j] * val[j]
+        return total
+
+    cdef float64_t _sqnorm_by_rows(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                   intp_t nnz) except? -1 nogil:
+        """||A_i e||^2 in time and memory linear in the direction's token rows (for
+        sequences without a stored Gram, see ``sequence_grams``): per state k, ||sum_t e[t, k] x_t||^2
+        summed in an F-vector, plus (sum_t e[t, k])^2 (bias) and the squares of
+        the start and end entries, plus the transitions' squares."""
+        cdef _Tokens x = self._tokens(i)
+        cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, F = self.L.F
+        cdef intp_t j, q, k, p, t = 0, n_tok = 0
+        cdef float64_t total = 0.0, bias, a
+        while n_tok < nnz and idx[n_tok] < TK:
+            n_tok += 1
+        # the token-label entries grouped by state (a counting sort)
+        cdef intp_t* first = <intp_t*> checked_malloc((K + 1) * sizeof(intp_t),
+                                                       "Gram norm workspace")
+        cdef intp_t* order = <intp_t*> checked_malloc((n_tok + 1) * sizeof(intp_t),
+                                                       "Gram norm workspace")
+        cdef intp_t* token = <intp_t*> checked_malloc((n_tok + 1) * sizeof(intp_t),
+                                                       "Gram norm workspace")
+        cdef float64_t* u = <float64_t*> checked_malloc((F + 1) * sizeof(float64_t),
+                                                         "Gram norm workspace")
+        memset(first, 0, (K + 1) * sizeof(intp_t))
+        memset(u, 0, (F + 1) * sizeof(float64_t))
+        for j in range(n_tok):
+            t = _token_of(idx[j], K, t)
+            token[j] = t
+            first[idx[j] - t * K + 1] += 1
+        for k in range(K):
+            first[k + 1] += first[k]
+        for j in range(n_tok):
+            k = idx[j] - token[j] * K
+            order[first[k]] = j
+            first[k] += 1
+        q = 0
+        for k in range(K):                      # first[k] is now where state k ends
+            bias = 0.0
+            for j in range(q, first[k]):
+                a = val[order[j]]
+                t = token[order[j]]
+                bias += a
+                if t == 0:
+                    total += a * a
+                if t == T - 1:
+                    total += a * a
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    u[x.idx[p]] += a * _value(&x, p)
+            total += bias * bias
+            for j in range(q, first[k]):        # the squares of u, zeroed for the next state
+                t = token[order[j]]
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    total += u[x.idx[p]] * u[x.idx[p]]
+                    u[x.idx[p]] = 0.0
+            q = first[k]
+        free(first)
+        free(order)
+        free(token)
+        free(u)
         for j in range(n_tok, nnz):
             total += val[j] * val[j]
         return total

@@ -68,15 +68,23 @@ cdef void _free_corner(Corner* c) noexcept nogil:
 
 
 cdef void _copy_corner(const Corner* src, Corner* dst, intp_t n_features) noexcept nogil:
-    """dst = src (labels, psi, loss, score) into dst's own buffers, of the same layout:
-    dense (psi_idx NULL, n_features values) or sparse (psi_nnz entries)."""
+    """dst = src (labels, psi, loss, score and, when both ask for them, the compact
+    coordinates) into dst's own buffers, of the same layout: dense (psi_idx NULL,
+    n_features values) or sparse (psi_nnz entries)."""
     cdef intp_t n_val = n_features if src.psi_idx == NULL else src.psi_nnz
+    if src.coord_idx != NULL and src.coords_only:
+        n_val = 0                        # psi was not written (nor is it read)
     if src.n_labels > 0:
         memcpy(dst.labels, src.labels, src.n_labels * sizeof(int32_t))
     if n_val > 0:
         memcpy(dst.psi_val, src.psi_val, n_val * sizeof(float64_t))
         if src.psi_idx != NULL:
             memcpy(dst.psi_idx, src.psi_idx, n_val * sizeof(int32_t))
+    if src.coord_idx != NULL and dst.coord_idx != NULL:   # compact answers: q_i(y) too
+        if src.coord_nnz > 0:
+            memcpy(dst.coord_idx, src.coord_idx, src.coord_nnz * sizeof(int32_t))
+            memcpy(dst.coord_val, src.coord_val, src.coord_nnz * sizeof(float64_t))
+        dst.coord_nnz = src.coord_nnz
     dst.n_labels = src.n_labels
     dst.psi_nnz = src.psi_nnz
     dst.loss = src.loss
@@ -101,7 +109,17 @@ cdef void _densify_indices(Corner* c, intp_t start, intp_t d, intp_t offset) noe
 
 
 cdef class _Wrapper(MaxOracle):
-    """A wrapper of one oracle with the same shape."""
+    """The delegating base of the one-oracle wrappers.
+
+    It takes the wrapped oracle's shape and forwards every method of the
+    max-oracle protocol to it: ``solve``, ``evaluate``, ``solve_many``,
+    ``prefetch``, the compact-block methods (``block_coords``, ``coord_*``,
+    with ``max_coords``, ``max_coord_nnz`` and ``max_expand``), ``exact``,
+    ``block_support`` and, through ``__getattr__``, any other attribute of the
+    wrapped oracle (e.g. ``weight_bounds`` for ``box="auto"``).  A wrapper
+    subclasses it and overrides only what it changes, so a wrapped compact
+    oracle trains on compact blocks.
+    """
     cdef readonly MaxOracle oracle
 
     cdef _wrap(self, oracle):
@@ -112,9 +130,58 @@ cdef class _Wrapper(MaxOracle):
         self.max_psi_nnz = self.oracle.max_psi_nnz
         self.dense_psi = self.oracle.dense_psi
         self.needs_gil = self.oracle.needs_gil
+        self.max_coords = self.oracle.max_coords
+        self.max_coord_nnz = self.oracle.max_coord_nnz
+        self.max_expand = self.oracle.max_expand
+
+    def __getattr__(self, name):
+        # only reached for names this class does not define; ``take_blocks`` (a
+        # shard of the oracle, for distributed executors) is not forwarded: the
+        # inner oracle's shard would drop what the wrapper does
+        if self.oracle is None or name.startswith("__") or name == "take_blocks":
+            raise AttributeError(name)
+        return getattr(self.oracle, name)
+
+    @property
+    def exact(self) -> bool:
+        """The wrapped oracle's ``exact``."""
+        return self.oracle.exact
 
     def block_support(self, i):
         return self.oracle.block_support(i)
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.solve(i, w, out)
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.evaluate(i, labels, n_labels, w, out)
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        return self.oracle.solve_many(i, w, k, outs)
+
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        self.oracle.prefetch(i)
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        return self.oracle.block_coords(i)
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        return self.oracle.coord_scores(i, w, theta)
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        return self.oracle.coord_sqnorm(i, idx, val, nnz)
+
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        return self.oracle.coord_expand(i, idx, val, nnz, out_idx, out_val)
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
 
 
 @cython.final
@@ -291,6 +358,11 @@ cdef class ApproximateOracle(_Wrapper):
     def approximate_answers(self):
         return np.asarray(self._approximate).copy()
 
+    @property
+    def exact(self) -> bool:
+        """Exact only with ``nu = 1`` around an exact oracle."""
+        return self.nu == 1.0 and self.oracle.exact
+
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         self.oracle.solve(i, w, out)
         return self._degrade(i, w, out)
@@ -342,10 +414,6 @@ cdef class ApproximateOracle(_Wrapper):
         finally:
             _free_corner(&scratch)
         return 0
-
-    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
-                      const float64_t* w, Corner* out) except -1 nogil:
-        return self.oracle.evaluate(i, labels, n_labels, w, out)
 
 
 cdef intp_t _best_extensions(intp_t* combos, float64_t* sums, intp_t n_kept, intp_t c,
@@ -406,6 +474,11 @@ cdef class _Composite(MaxOracle):
     def __dealloc__(self):
         free(self._parts)
 
+    @property
+    def exact(self) -> bool:
+        """Exact when every part is."""
+        return all(o.exact for o in self.oracles)
+
 
 @cython.final
 cdef class ProductOracle(_Composite):
@@ -423,6 +496,11 @@ cdef class ProductOracle(_Composite):
     combinations with the largest summed scores, best first (the parts'
     argmaxes first): the exact k best labellings of the product when every
     part returns its exact k best.
+
+    When every part offers compact blocks, so does the product: block i's
+    basis is block-diagonal, the coordinates of part 1's block, then part
+    2's, and so on (the k-best combinations of ``solve_many`` are then not
+    offered: it returns ``solve``'s answer only).
 
     Parameters
     ----------
@@ -448,9 +526,112 @@ cdef class ProductOracle(_Composite):
         if self.dense_psi:
             self.max_psi_nnz = self.n_features
         self.needs_gil = any(o.needs_gil for o in self.oracles)
+        if all(o.max_coords > 0 for o in self.oracles):     # compact when every part is
+            self.max_coords = sum(o.max_coords for o in self.oracles)
+            self.max_coord_nnz = sum(o.max_coord_nnz for o in self.oracles)
+            self.max_expand = sum(o.max_expand for o in self.oracles)
 
     def __reduce__(self):
         return (ProductOracle, (self.oracles,))
+
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        cdef intp_t c
+        for c in range(self.k):
+            (<MaxOracle> self._parts[c]).prefetch(i)
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        cdef intp_t c, total = 0
+        if self.max_coords <= 0:
+            return 0
+        for c in range(self.k):
+            total += (<MaxOracle> self._parts[c]).block_coords(i)
+        return total
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        cdef intp_t c, off = 0
+        for c in range(self.k):
+            (<MaxOracle> self._parts[c]).coord_scores(i, w + self._feat_off[c], theta + off)
+            off += (<MaxOracle> self._parts[c]).block_coords(i)
+        return 0
+
+    cdef intp_t _coord_end(self, intp_t i, intp_t c, const int32_t* idx, intp_t nnz,
+                           intp_t start, intp_t off) noexcept nogil:
+        """The end of part c's entries of sparse coordinates (idx increasing), those
+        from ``start`` below its last coordinate; part c's first one is ``off``."""
+        cdef intp_t end = start
+        cdef intp_t stop = off + (<MaxOracle> self._parts[c]).block_coords(i)
+        while end < nnz and idx[end] < stop:
+            end += 1
+        return end
+
+    cdef int32_t* _local(self, const int32_t* idx, intp_t start, intp_t end,
+                         intp_t off) except NULL nogil:
+        """idx[start:end] - off, in new memory (free it)."""
+        cdef intp_t j
+        cdef int32_t* local = <int32_t*> checked_malloc((end - start) * sizeof(int32_t),
+                                                        "product coordinates")
+        for j in range(start, end):
+            local[j - start] = <int32_t> (idx[j] - off)
+        return local
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        # the parts' features are disjoint, so the norms add up
+        cdef intp_t c, start = 0, end, off = 0
+        cdef int32_t* local = NULL
+        cdef float64_t total = 0.0
+        for c in range(self.k):
+            end = self._coord_end(i, c, idx, nnz, start, off)
+            if end > start:
+                local = self._local(idx, start, end, off)
+                try:
+                    total += (<MaxOracle> self._parts[c]).coord_sqnorm(i, local, val + start,
+                                                                      end - start)
+                finally:
+                    free(local)
+            off += (<MaxOracle> self._parts[c]).block_coords(i)
+            start = end
+        return total
+
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        cdef intp_t c, start = 0, end, off = 0, written = 0, got, f
+        cdef int32_t* local = NULL
+        for c in range(self.k):
+            end = self._coord_end(i, c, idx, nnz, start, off)
+            if end > start:
+                local = self._local(idx, start, end, off)
+                try:
+                    got = (<MaxOracle> self._parts[c]).coord_expand(
+                        i, local, val + start, end - start, out_idx + written,
+                        out_val + written)
+                finally:
+                    free(local)
+                for f in range(written, written + got):
+                    out_idx[f] += <int32_t> self._feat_off[c]
+                written += got
+            off += (<MaxOracle> self._parts[c]).block_coords(i)
+            start = end
+        return written
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        cdef intp_t c, start = 0, end, off = 0
+        cdef int32_t* local = NULL
+        for c in range(self.k):
+            end = self._coord_end(i, c, idx, nnz, start, off)
+            if end > start:
+                local = self._local(idx, start, end, off)
+                try:
+                    (<MaxOracle> self._parts[c]).coord_add(
+                        i, local, val + start, end - start, out + self._feat_off[c],
+                        NULL if out2 == NULL else out2 + self._feat_off[c], c2)
+                finally:
+                    free(local)
+            off += (<MaxOracle> self._parts[c]).block_coords(i)
+            start = end
+        return 0
 
     @property
     def feature_offsets(self):
@@ -469,16 +650,20 @@ cdef class ProductOracle(_Composite):
     cdef int _each(self, intp_t i, const int32_t* labels, const float64_t* w,
                    Corner* out) except -1 nogil:
         """Solve (labels NULL) or evaluate every part into out, laid out as documented."""
-        cdef intp_t c, lab_off = self.k, nnz = 0, d, f
+        cdef intp_t c, lab_off = self.k, nnz = 0, d, f, cnnz = 0, coff = 0
         cdef Corner part
-        cdef bint dense
-        part.coord_idx = NULL            # a product offers no compact blocks
+        cdef bint dense, coords = out.coord_idx != NULL
+        part.coord_idx = NULL
         part.coord_val = NULL
         part.theta = NULL
-        part.coords_only = False
+        part.coords_only = False         # the psi offsets below need every part's psi_nnz
         out.loss = 0.0
         out.score = 0.0
         for c in range(self.k):
+            if coords:                   # part c's coordinates follow those of parts < c
+                part.coord_idx = out.coord_idx + cnnz
+                part.coord_val = out.coord_val + cnnz
+                part.theta = NULL if out.theta == NULL else out.theta + coff
             d = (<MaxOracle> self._parts[c]).n_features
             dense = (<MaxOracle> self._parts[c]).dense_psi
             part.labels = out.labels + lab_off
@@ -495,6 +680,11 @@ cdef class ProductOracle(_Composite):
                                                       w + self._feat_off[c], &part)
             out.labels[c] = <int32_t> part.n_labels
             lab_off += part.n_labels
+            if coords:
+                for f in range(cnnz, cnnz + part.coord_nnz):
+                    out.coord_idx[f] += <int32_t> coff
+                cnnz += part.coord_nnz
+                coff += (<MaxOracle> self._parts[c]).block_coords(i)
             if not self.dense_psi:
                 if dense:
                     _densify_indices(out, nnz, d, self._feat_off[c])
@@ -507,6 +697,7 @@ cdef class ProductOracle(_Composite):
             out.score += part.score
         out.n_labels = lab_off
         out.psi_nnz = self.n_features if self.dense_psi else nnz
+        out.coord_nnz = cnnz
         return 0
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
@@ -519,7 +710,7 @@ cdef class ProductOracle(_Composite):
         cdef intp_t* combos = NULL          # (2, k, parts): kept and next combinations
         cdef float64_t* sums = NULL         # (2, k): their summed scores
         cdef intp_t c, j, n_alloc = 0, n_kept = 1
-        if k <= 1:
+        if k <= 1 or outs[0].coord_idx != NULL:      # compact answers: the argmax only
             self.solve(i, w, &outs[0])
             return 1
         try:
@@ -608,6 +799,8 @@ cdef class DispatchOracle(_Composite):
     psi, loss and score pass through unchanged (a dense part's psi is written
     with explicit indices when another part is sparse), the answers of
     ``solve_many`` too.
+    When every part offers compact blocks, so does the dispatch (block i's
+    basis is that of its part's block); otherwise it offers none.
 
     Parameters
     ----------
@@ -643,6 +836,10 @@ cdef class DispatchOracle(_Composite):
         self.max_psi_nnz = max(o.n_features if o.dense_psi else o.max_psi_nnz
                                for o in self.oracles)
         self.needs_gil = any(o.needs_gil for o in self.oracles)
+        if all(o.max_coords > 0 for o in self.oracles):     # compact when every part is
+            self.max_coords = max(o.max_coords for o in self.oracles)
+            self.max_coord_nnz = max(o.max_coord_nnz for o in self.oracles)
+            self.max_expand = max(o.max_expand for o in self.oracles)
 
     def __reduce__(self):
         return (DispatchOracle, (self.oracles, np.asarray(self._blocks)))
@@ -658,11 +855,40 @@ cdef class DispatchOracle(_Composite):
     cdef inline bint _dense_part(self, intp_t i) noexcept nogil:
         return (<MaxOracle> self._parts[self._blocks[i, 0]]).dense_psi
 
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        (<MaxOracle> self._parts[self._blocks[i, 0]]).prefetch(self._blocks[i, 1])
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        if self.max_coords <= 0:
+            return 0
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).block_coords(self._blocks[i, 1])
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_scores(
+            self._blocks[i, 1], w, theta)
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_sqnorm(
+            self._blocks[i, 1], idx, val, nnz)
+
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_expand(
+            self._blocks[i, 1], idx, val, nnz, out_idx, out_val)
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_add(
+            self._blocks[i, 1], idx, val, nnz, out, out2, c2)
+
     cdef int _finish(self, intp_t i, Corner* part, Corner* out) noexcept nogil:
         if self._dense_part(i) and not self.dense_psi:
             _densify_indices(out, 0, self.n_features, 0)
         out.n_labels = part.n_labels
         out.psi_nnz = part.psi_nnz
+        out.coord_nnz = part.coord_nnz
         out.loss = part.loss
         out.score = part.score
         return 0

@@ -39,18 +39,41 @@ Every answer's score is recomputed from the tables, so H_i(y; w) is the exact
 value of the labelling returned even when inference is approximate.  Ties go
 to the smaller label.  Workspaces are allocated per call, so concurrent calls
 from several threads are safe.
+
+Block storage (``storage="compact"``, the ``blocks`` option of the models):
+psi_i(y) = A_i q_i(y) with q_i(y) = e(x_i, y*_i) - e(x_i, y) for the
+sufficient statistic e = [node-label indicators | pairwise statistics].  The
+node coordinates come first: with one-hot unaries, node v in state k at
+v K + k, whose column of A_i is x_v in state k's unary weights; with signed
+unaries (K = 2, one weight vector) one coordinate per node, column x_v, and
+q_v = 2 ([y*_v = 1] - [y_v = 1]).  Then, in a graph with edges, one
+coordinate per pairwise weight, whose column is its own entry of w: the
+pairwise part of psi (edge-label pair counts, summed with the edge features'
+values when there are edge features) is its own coordinate vector.  So a block
+is kept in n U + P numbers (U = K or 1, P the pairwise weights) instead of d,
+A_i^T w is the unary table that inference computes anyway followed by the
+pairwise weights, and ||A_i e||^2 needs only the n x n node Gram matrix
+G[u, v] = <x_u, x_v>, computed once per graph of at most ``GRAM_MAX_NODES``
+nodes whose n^2 entries are no more than d (so a Gram never costs more than a
+dense block, ``gram_entries``); other graphs' norms are summed from the node
+rows the direction touches (``_node_coords.rows_sqnorm``), in time and memory
+linear in those rows.  Pairwise coordinates are orthonormal columns
+disjoint from the unary ones, so they add their squares.
 """
 
 cimport cython
+from cython cimport floating
 from libc.math cimport fabs, INFINITY
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
 
 import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport dot_gather
+from ssvm_core._vector cimport checked_malloc, dot_gather, ssvm_prefetch
 from ssvm_oracles._labels cimport check_labelling
+from ssvm_oracles._node_coords cimport gram_sqnorm, rows_sqnorm
 from ssvm_oracles._maxflow cimport min_cut_arcs
 
 from ssvm_oracles._maxflow import arc_lists
@@ -88,6 +111,15 @@ cdef enum:
     EDGE_FEATURES = 2    # E K K entries: one K x K matrix per edge feature
 
 PAIRWISE_MODES = ("symmetric", "directed", "edge_features")
+
+# Block storages a GraphOracle offers (see the module docstring).
+STORAGES = ("dense", "compact")
+
+cdef enum:
+    # The most nodes of a graph whose Gram is precomputed (see the module docstring)
+    _GRAM_MAX_NODES = 256
+
+GRAM_MAX_NODES = _GRAM_MAX_NODES
 
 
 def pairwise_size(str pairwise_mode, intp_t n_states, intp_t n_edge_features=0):
@@ -287,6 +319,48 @@ cdef void _loopy(const _Block* b, intp_t max_iter, float64_t damping, float64_t*
             break
 
 
+def gram_entries(sizes, intp_t n_features):
+    """Entries of the node Gram kept for each graph of ``sizes`` nodes in a model of
+    d = ``n_features`` weights: n^2 when n <= ``GRAM_MAX_NODES`` and n^2 <= d (a
+    Gram costs no more than a dense block), else 0 (norms from the node rows)."""
+    square = np.square(np.asarray(sizes, dtype=np.int64))
+    return np.where(square <= min(_GRAM_MAX_NODES * _GRAM_MAX_NODES, n_features), square, 0)
+
+
+def node_grams(const intp_t[::1] node_ptr, const intp_t[::1] row_ptr, const int32_t[::1] col,
+               const floating[::1] val, intp_t n_node_features, intp_t n_features):
+    """The n x n matrices <x_u, x_v> of the node features of the graphs that keep
+    one (``gram_entries``), flattened row-major into one array, with the
+    offsets ``ptr`` (``(ptr, grams)``; other graphs have ptr[i + 1] = ptr[i])."""
+    cdef intp_t n_graphs = node_ptr.shape[0] - 1, i, n, u, v, p, v0, g0
+    cdef float64_t s
+    ptr = np.zeros(n_graphs + 1, dtype=np.intp)
+    np.cumsum(gram_entries(np.diff(node_ptr), n_features), out=ptr[1:])
+    cdef const intp_t[::1] pv = ptr
+    grams = np.zeros(pv[n_graphs])
+    cdef float64_t[::1] g = grams
+    cdef float64_t[::1] row = np.zeros(max(n_node_features, 1))
+    with nogil:
+        for i in range(n_graphs):
+            v0 = node_ptr[i]
+            n = node_ptr[i + 1] - v0
+            g0 = pv[i]
+            if pv[i + 1] == g0:
+                continue
+            for u in range(n):
+                for p in range(row_ptr[v0 + u], row_ptr[v0 + u + 1]):
+                    row[col[p]] += val[p]
+                for v in range(u + 1):
+                    s = 0.0
+                    for p in range(row_ptr[v0 + v], row_ptr[v0 + v + 1]):
+                        s += row[col[p]] * val[p]
+                    g[g0 + u * n + v] = s
+                    g[g0 + v * n + u] = s
+                for p in range(row_ptr[v0 + u], row_ptr[v0 + u + 1]):
+                    row[col[p]] = 0.0
+    return ptr, grams
+
+
 @cython.final
 cdef class GraphOracle(MaxOracle):
     """Loss-augmented inference for pairwise CRFs on n bound graphs.
@@ -310,6 +384,10 @@ cdef class GraphOracle(MaxOracle):
     ``exact`` is True while every graph uses exact inference and no graph-cut
     call has fallen back (``n_fallbacks``, counted when the pairwise energy is
     not submodular at the w of a call); solvers should read it after training.
+
+    ``storage`` ("dense" by default, or "compact") is the block storage the
+    oracle offers the solvers: "compact" offers the block basis of the module
+    docstring (``block_coords``, ``coord_*``).
     """
     cdef readonly intp_t n_states, n_node_features, n_edge_features, off_pair
     cdef readonly int unary_mode, pairwise_mode
@@ -323,16 +401,25 @@ cdef class GraphOracle(MaxOracle):
     cdef int32_t[::1] arc_to, arc_rev, arc_edge
     cdef bint _has_arcs
     cdef object _args
+    cdef readonly str storage
+    # Compact blocks: coordinates per node (K one-hot, 1 signed), pairwise
+    # coordinates of a graph with edges, and the node Grams (see node_grams)
+    cdef intp_t _node_coords, _pair_coords
+    cdef const intp_t[::1] _gram_ptr
+    cdef const float64_t[::1] _grams
 
     def __init__(self, intp_t n_states, intp_t n_node_features, str unary_mode,
                  str pairwise_mode, intp_t n_edge_features, edge_sym, node_ptr, row_ptr, col,
                  val, edge_ptr, head, tail, erow_ptr, ecol, evals, labels, class_weight,
                  method, order, parent, pedge, flip, intp_t max_iter=100,
-                 float64_t damping=0.5, intp_t max_brute=4096):
+                 float64_t damping=0.5, intp_t max_brute=4096, str storage="dense"):
         self._args = (n_states, n_node_features, unary_mode, pairwise_mode, n_edge_features,
                       edge_sym, node_ptr, row_ptr, col, val, edge_ptr, head, tail, erow_ptr,
                       ecol, evals, labels, class_weight, method, order, parent, pedge, flip,
-                      max_iter, damping, max_brute)
+                      max_iter, damping, max_brute, storage)
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {STORAGES}, got {storage!r}")
+        self.storage = storage
         if unary_mode not in UNARY_MODES:
             raise ValueError(f"unary_mode must be one of {UNARY_MODES}, got {unary_mode!r}")
         if n_states < 2 or (unary_mode == "signed" and n_states != 2):
@@ -385,6 +472,18 @@ cdef class GraphOracle(MaxOracle):
         self.max_psi_nnz = max(int(np.max(unary_psi + pair_psi)), 1)
         self.dense_psi = False
         self.needs_gil = False
+        if storage == "compact":
+            self._node_coords = n_states if unary_mode == "onehot" else 1
+            self._pair_coords = size_pair
+            self._gram_ptr, self._grams = node_grams(self.node_ptr, self.row_ptr, self.col,
+                                                     self.val, n_node_features,
+                                                     self.n_features)
+            coords = n_nodes * self._node_coords + np.where(n_edges > 0, size_pair, 0)
+            self.max_coords = max(int(coords.max()), 1)
+            node_q = n_nodes * (2 if unary_mode == "onehot" else 1)
+            self.max_coord_nnz = max(int(np.max(node_q + pair_psi)), 1)
+            expand = node_nnz * self._node_coords + np.where(n_edges > 0, size_pair, 0)
+            self.max_expand = max(int(expand.max()), 1)
 
     def __reduce__(self):
         return (GraphOracle, self._args)
@@ -394,6 +493,11 @@ cdef class GraphOracle(MaxOracle):
         """Whether every answer so far came from exact inference (see the class docstring)."""
         methods = np.asarray(self.method)
         return bool(np.all(methods <= BRUTE)) and self.n_fallbacks == 0
+
+    @property
+    def gram_nbytes(self) -> int:
+        """Bytes of the node Grams kept for compact blocks (0 for dense storage)."""
+        return 0 if self.storage != "compact" else int(np.asarray(self._grams).nbytes)
 
     @property
     def methods(self) -> list[str]:
@@ -473,11 +577,14 @@ cdef class GraphOracle(MaxOracle):
         return True
 
     cdef int _infer(self, intp_t i, const float64_t* w, const int32_t* truth, int32_t* z,
-                    float64_t* score, float64_t* truth_score, bint* fell_back) except -1 nogil:
+                    float64_t* score, float64_t* truth_score, bint* fell_back,
+                    float64_t* theta) except -1 nogil:
         """Decode block i at w into z; with ``truth``, loss-augmented w.r.t. it.
 
         ``score`` receives the (augmented) score of z, ``truth_score`` that of
-        the truth (when given), ``fell_back`` whether a graph cut fell back.
+        the truth (when given), ``fell_back`` whether a graph cut fell back, and
+        ``theta`` (when not NULL) A_i^T w of a compact oracle, from the unary
+        table before loss augmentation.
         """
         cdef intp_t K = self.n_states, KK = K * K
         cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
@@ -509,6 +616,8 @@ cdef class GraphOracle(MaxOracle):
         b.flip = &self.flip[0] + e0
         b.P = b.PT = b.tab = NULL
         self._unaries(i, w, b.u)
+        if theta != NULL:
+            self._write_theta(i, b.u, w, theta)
         if per_edge:
             self._edge_tables(i, w, mem + n * K + 2 * KK)
             b.tab = mem + n * K + 2 * KK
@@ -571,19 +680,113 @@ cdef class GraphOracle(MaxOracle):
             free(imem)
         return 0
 
-    cdef int _write(self, intp_t i, const int32_t* z, Corner* out) except -1 nogil:
-        """Labels, sparse psi = phi(x_i, y*) - phi(x_i, z) and the loss of z."""
-        cdef intp_t K = self.n_states, KK = K * K, F = self.n_node_features
-        cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
-        cdef intp_t e0 = self.edge_ptr[i], m = self.edge_ptr[i + 1] - e0
+    cdef intp_t _write_pairs(self, intp_t i, const int32_t* z, intp_t base, int32_t* idx,
+                             float64_t* val) noexcept nogil:
+        """The pairwise part of psi = phi(x_i, y*) - phi(x_i, z) as COO entries at
+        ``base`` + the pairwise weight's index (``off_pair`` for psi, after the
+        node coordinates for q); returns how many were written."""
+        cdef intp_t K = self.n_states, KK = K * K
+        cdef intp_t p0 = self.node_ptr[i], e0 = self.edge_ptr[i]
+        cdef intp_t m = self.edge_ptr[i + 1] - e0
         cdef const int32_t* y = &self.labels[p0]
-        cdef intp_t v, p, q, e, nnz = 0, a0, b0, a1, b1, base, f, off = self.off_pair
-        cdef float64_t loss = 0.0, x, coef, sgn
+        cdef intp_t p, e, nnz = 0, a0, b0, a1, b1, fbase, f
+        cdef float64_t x, sgn
+        for e in range(m):
+            a0, b0 = y[self.head[e0 + e]], y[self.tail[e0 + e]]
+            a1, b1 = z[self.head[e0 + e]], z[self.tail[e0 + e]]
+            if a0 == a1 and b0 == b1:
+                continue
+            if self.pairwise_mode == SYMMETRIC:
+                idx[nnz] = <int32_t> (base + _tri(a0, b0))
+                idx[nnz + 1] = <int32_t> (base + _tri(a1, b1))
+            elif self.pairwise_mode == DIRECTED:
+                idx[nnz] = <int32_t> (base + a0 * K + b0)
+                idx[nnz + 1] = <int32_t> (base + a1 * K + b1)
+            if self.pairwise_mode != EDGE_FEATURES:
+                val[nnz] = 1.0
+                val[nnz + 1] = -1.0
+                nnz += 2
+                continue
+            for p in range(self.erow_ptr[e0 + e], self.erow_ptr[e0 + e + 1]):
+                f = self.ecol[p]
+                x = self.evals[p]
+                fbase = base + f * KK
+                if self.edge_sym[f] == 0:
+                    idx[nnz] = <int32_t> (fbase + a0 * K + b0)
+                    val[nnz] = x
+                    idx[nnz + 1] = <int32_t> (fbase + a1 * K + b1)
+                    val[nnz + 1] = -x
+                    nnz += 2
+                else:
+                    sgn = self.edge_sym[f]
+                    idx[nnz] = <int32_t> (fbase + a0 * K + b0)
+                    val[nnz] = 0.5 * x
+                    idx[nnz + 1] = <int32_t> (fbase + b0 * K + a0)
+                    val[nnz + 1] = 0.5 * sgn * x
+                    idx[nnz + 2] = <int32_t> (fbase + a1 * K + b1)
+                    val[nnz + 2] = -0.5 * x
+                    idx[nnz + 3] = <int32_t> (fbase + b1 * K + a1)
+                    val[nnz + 3] = -0.5 * sgn * x
+                    nnz += 4
+        return nnz
+
+    cdef void _write_coords(self, intp_t i, const int32_t* z, Corner* out) noexcept nogil:
+        """q = e(x_i, y*) - e(x_i, z) in block coordinates (see the module docstring)."""
+        cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
+        cdef intp_t U = self._node_coords, v, nnz = 0
+        cdef const int32_t* y = &self.labels[p0]
         for v in range(n):
-            out.labels[v] = z[v]
             if z[v] == y[v]:
                 continue
-            loss += self.class_weight[y[v]]
+            if self.unary_mode == SIGNED:
+                out.coord_idx[nnz] = <int32_t> v
+                out.coord_val[nnz] = 2.0 * (y[v] - z[v])
+                nnz += 1
+            else:
+                out.coord_idx[nnz] = <int32_t> (v * U + y[v])
+                out.coord_val[nnz] = 1.0
+                out.coord_idx[nnz + 1] = <int32_t> (v * U + z[v])
+                out.coord_val[nnz + 1] = -1.0
+                nnz += 2
+        nnz += self._write_pairs(i, z, n * U, out.coord_idx + nnz, out.coord_val + nnz)
+        out.coord_nnz = nnz
+
+    cdef void _write_theta(self, intp_t i, const float64_t* u, const float64_t* w,
+                           float64_t* theta) noexcept nogil:
+        """theta = A_i^T w from the unary table u (before loss augmentation): the
+        node coordinates' scores, then the pairwise weights in a graph with edges."""
+        cdef intp_t n = self.node_ptr[i + 1] - self.node_ptr[i], v
+        if self.unary_mode == SIGNED:
+            for v in range(n):
+                theta[v] = u[2 * v + 1]
+        else:
+            memcpy(theta, u, n * self.n_states * sizeof(float64_t))
+        if self.edge_ptr[i + 1] > self.edge_ptr[i]:
+            memcpy(theta + n * self._node_coords, w + self.off_pair,
+                   self._pair_coords * sizeof(float64_t))
+
+    cdef void _write(self, intp_t i, const int32_t* z, Corner* out, bint solving) noexcept nogil:
+        """Labels and loss of z, the coordinates q_i(z) when asked for, and sparse
+        psi = phi(x_i, y*) - phi(x_i, z) (``solve`` skips psi when only the
+        coordinates are read; ``evaluate`` always writes it)."""
+        cdef intp_t F = self.n_node_features
+        cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
+        cdef const int32_t* y = &self.labels[p0]
+        cdef intp_t v, p, q, nnz = 0
+        cdef float64_t loss = 0.0, coef
+        for v in range(n):
+            out.labels[v] = z[v]
+            if z[v] != y[v]:
+                loss += self.class_weight[y[v]]
+        out.n_labels = n
+        out.loss = loss
+        if out.coord_idx != NULL:
+            self._write_coords(i, z, out)
+            if solving and out.coords_only:
+                return
+        for v in range(n):
+            if z[v] == y[v]:
+                continue
             q = p0 + v
             if self.unary_mode == SIGNED:
                 coef = 2.0 * (y[v] - z[v])
@@ -598,56 +801,17 @@ cdef class GraphOracle(MaxOracle):
                     out.psi_idx[nnz + 1] = <int32_t> (z[v] * F + self.col[p])
                     out.psi_val[nnz + 1] = -self.val[p]
                     nnz += 2
-        for e in range(m):
-            a0, b0 = y[self.head[e0 + e]], y[self.tail[e0 + e]]
-            a1, b1 = z[self.head[e0 + e]], z[self.tail[e0 + e]]
-            if a0 == a1 and b0 == b1:
-                continue
-            if self.pairwise_mode == SYMMETRIC:
-                out.psi_idx[nnz] = <int32_t> (off + _tri(a0, b0))
-                out.psi_idx[nnz + 1] = <int32_t> (off + _tri(a1, b1))
-            elif self.pairwise_mode == DIRECTED:
-                out.psi_idx[nnz] = <int32_t> (off + a0 * K + b0)
-                out.psi_idx[nnz + 1] = <int32_t> (off + a1 * K + b1)
-            if self.pairwise_mode != EDGE_FEATURES:
-                out.psi_val[nnz] = 1.0
-                out.psi_val[nnz + 1] = -1.0
-                nnz += 2
-                continue
-            for p in range(self.erow_ptr[e0 + e], self.erow_ptr[e0 + e + 1]):
-                f = self.ecol[p]
-                x = self.evals[p]
-                base = off + f * KK
-                if self.edge_sym[f] == 0:
-                    out.psi_idx[nnz] = <int32_t> (base + a0 * K + b0)
-                    out.psi_val[nnz] = x
-                    out.psi_idx[nnz + 1] = <int32_t> (base + a1 * K + b1)
-                    out.psi_val[nnz + 1] = -x
-                    nnz += 2
-                else:
-                    sgn = self.edge_sym[f]
-                    out.psi_idx[nnz] = <int32_t> (base + a0 * K + b0)
-                    out.psi_val[nnz] = 0.5 * x
-                    out.psi_idx[nnz + 1] = <int32_t> (base + b0 * K + a0)
-                    out.psi_val[nnz + 1] = 0.5 * sgn * x
-                    out.psi_idx[nnz + 2] = <int32_t> (base + a1 * K + b1)
-                    out.psi_val[nnz + 2] = -0.5 * x
-                    out.psi_idx[nnz + 3] = <int32_t> (base + b1 * K + a1)
-                    out.psi_val[nnz + 3] = -0.5 * sgn * x
-                    nnz += 4
-        out.n_labels = n
+        nnz += self._write_pairs(i, z, self.off_pair, out.psi_idx + nnz, out.psi_val + nnz)
         out.psi_nnz = nnz
-        out.loss = loss
-        return 0
 
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef float64_t score, truth_score
         cdef bint fell_back
         self._infer(i, w, &self.labels[self.node_ptr[i]], out.labels, &score, &truth_score,
-                    &fell_back)
+                    &fell_back, out.theta if out.coord_idx != NULL else NULL)
         if fell_back:
             self.n_fallbacks += 1
-        self._write(i, out.labels, out)
+        self._write(i, out.labels, out, True)
         out.score = score - truth_score
         return 0
 
@@ -655,8 +819,104 @@ cdef class GraphOracle(MaxOracle):
                       const float64_t* w, Corner* out) except -1 nogil:
         check_labelling(i, labels, n_labels, self.node_ptr[i + 1] - self.node_ptr[i],
                         self.n_states)
-        self._write(i, labels, out)
+        self._write(i, labels, out, False)
         out.score = out.loss - dot_gather(w, out.psi_idx, out.psi_val, out.psi_nnz)
+        return 0
+
+    # -- compact blocks (see the module docstring) ---------------------------------
+
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        """The graph's node rows and labels, and its Gram with compact blocks."""
+        cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
+        cdef intp_t r0 = self.row_ptr[p0], r1 = self.row_ptr[p0 + n]
+        ssvm_prefetch(&self.row_ptr[p0], (n + 1) * sizeof(intp_t))
+        if r1 > r0:
+            ssvm_prefetch(&self.col[r0], (r1 - r0) * sizeof(int32_t))
+            ssvm_prefetch(&self.val[r0], (r1 - r0) * sizeof(float64_t))
+        ssvm_prefetch(&self.labels[p0], n * sizeof(int32_t))
+        if self.max_coords > 0 and self._gram_ptr[i + 1] > self._gram_ptr[i]:
+            ssvm_prefetch(&self._grams[self._gram_ptr[i]], n * n * sizeof(float64_t))
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        if self.max_coords <= 0:
+            return 0
+        return ((self.node_ptr[i + 1] - self.node_ptr[i]) * self._node_coords
+                + (self._pair_coords if self.edge_ptr[i + 1] > self.edge_ptr[i] else 0))
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        cdef intp_t n = self.node_ptr[i + 1] - self.node_ptr[i]
+        cdef float64_t* u = <float64_t*> checked_malloc(n * self.n_states * sizeof(float64_t),
+                                                        "graph unary table")
+        self._unaries(i, w, u)
+        self._write_theta(i, u, w, theta)
+        free(u)
+        return 0
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        """The node entries' norm from the graph's Gram (or its node rows), plus the
+        pairwise entries' squares (orthonormal columns, disjoint from the nodes')."""
+        cdef intp_t p0 = self.node_ptr[i], n = self.node_ptr[i + 1] - p0
+        cdef intp_t U = self._node_coords, j, n_node = 0
+        cdef float64_t total
+        while n_node < nnz and idx[n_node] < n * U:
+            n_node += 1
+        if self._gram_ptr[i + 1] > self._gram_ptr[i]:
+            total = gram_sqnorm(&self._grams[self._gram_ptr[i]], n, U, idx, val, n_node)
+        else:
+            total = rows_sqnorm(&self.row_ptr[p0], &self.col[0], &self.val[0],
+                                self.n_node_features, U, idx, val, n_node)
+        for j in range(n_node, nnz):
+            total += val[j] * val[j]
+        return total
+
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        """A_i e: a node entry (v, k) is e[v, k] x_v in state k's unary weights, a
+        pairwise entry its own weight."""
+        cdef intp_t p0 = self.node_ptr[i], U = self._node_coords
+        cdef intp_t nU = (self.node_ptr[i + 1] - p0) * U, F = self.n_node_features
+        cdef intp_t j, p, v, row0, m = 0
+        cdef float64_t a
+        for j in range(nnz):
+            a = val[j]
+            if idx[j] >= nU:
+                out_idx[m] = <int32_t> (self.off_pair + idx[j] - nU)
+                out_val[m] = a
+                m += 1
+                continue
+            v = p0 + idx[j] // U
+            row0 = (idx[j] % U) * F if self.unary_mode == ONEHOT else 0
+            for p in range(self.row_ptr[v], self.row_ptr[v + 1]):
+                out_idx[m] = <int32_t> (row0 + self.col[p])
+                out_val[m] = a * self.val[p]
+                m += 1
+        return m
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        """out += A_i e (and out2 += c2 A_i e) in one sweep over e's entries."""
+        cdef intp_t p0 = self.node_ptr[i], U = self._node_coords
+        cdef intp_t nU = (self.node_ptr[i + 1] - p0) * U, F = self.n_node_features
+        cdef intp_t j, p, v, g, row0
+        cdef float64_t a, b
+        for j in range(nnz):
+            a = val[j]
+            b = c2 * a
+            if idx[j] >= nU:
+                g = self.off_pair + idx[j] - nU
+                out[g] += a
+                if out2 != NULL:
+                    out2[g] += b
+                continue
+            v = p0 + idx[j] // U
+            row0 = (idx[j] % U) * F if self.unary_mode == ONEHOT else 0
+            for p in range(self.row_ptr[v], self.row_ptr[v + 1]):
+                g = row0 + self.col[p]
+                out[g] += a * self.val[p]
+                if out2 != NULL:
+                    out2[g] += b * self.val[p]
         return 0
 
     def decode(self, w) -> list:
@@ -675,7 +935,8 @@ cdef class GraphOracle(MaxOracle):
         cdef bint fell_back
         with nogil:
             for i in range(self.n_blocks):
-                self._infer(i, &wv[0], NULL, &o[self.node_ptr[i]], &score, NULL, &fell_back)
+                self._infer(i, &wv[0], NULL, &o[self.node_ptr[i]], &score, NULL, &fell_back,
+                            NULL)
         return np.split(out[:self.node_ptr[self.n_blocks]],
                         np.asarray(self.node_ptr)[1:-1])
 

@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm_oracles._graph import METHODS, GraphOracle
+from ssvm_oracles._graph import METHODS, GraphOracle, gram_entries, pairwise_size
 
 INFERENCE = ("auto",) + METHODS
 EDGE_ATTRIBUTE = "features"
@@ -28,6 +28,14 @@ class Graph(NamedTuple):
     nodes: np.ndarray | sp.csr_array     # (n_nodes, F) float64: dense, or CSR without zeros
     edges: np.ndarray                    # (n_edges, 2) int64
     edge_features: sp.csr_array | None   # (n_edges, E) float64, or None
+
+
+def as_example_list(X):
+    """A 1-D object array of examples (``np.array`` of ragged examples) as a list; other
+    inputs unchanged."""
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1:
+        return list(X)
+    return X
 
 
 def as_csr(a, what: str) -> sp.csr_array:
@@ -61,6 +69,11 @@ def _dense(a, what: str) -> np.ndarray:
 
 
 def _edges_of_networkx(g, n_nodes: int, where: str, want_features: bool):
+    booleans = [v for v in g.nodes if isinstance(v, (bool, np.bool_))]
+    if booleans:
+        raise ValueError(f"{where}: networkx graph nodes must be the integers 0..{n_nodes - 1} "
+                         f"(the rows of the node features), got the boolean {booleans[0]!r} "
+                         "(True and False would silently stand for nodes 1 and 0)")
     bad = [v for v in g.nodes if not (isinstance(v, (int, np.integer)) and 0 <= v < n_nodes)]
     if bad:
         raise ValueError(f"{where}: networkx graph nodes must be the integers 0..{n_nodes - 1} "
@@ -220,12 +233,38 @@ def plan_methods(graphs: Sequence[Graph], n_states: int, inference: str,
     return np.array(codes, np.int8), forests
 
 
+def block_storage(blocks: str, sizes: np.ndarray, counts: np.ndarray, *, node_coords: int,
+                  pair_coords: int, n_features: int) -> str:
+    """The storage of a graph oracle's blocks (``GraphOracle``, ``GraphCutOracle``):
+    ``blocks`` itself, or for "auto" "compact" unless it takes more memory than
+    "dense".
+
+    Compact blocks take 8 (n U + P) bytes for a graph of ``sizes`` n nodes (U =
+    ``node_coords`` a node: K with one-hot unaries, 1 with signed ones; P =
+    ``pair_coords`` pairwise weights when the graph has edges, ``counts`` > 0)
+    plus its node Gram when it keeps one (``_graph.gram_entries``: 8 n^2 <= 8 d
+    bytes); dense ones 8 d bytes, d = ``n_features``.  Graphs with fewer nodes
+    than features (multi-label and binary examples, small graphs over rich
+    features) choose compact blocks, large grids over few features dense ones.
+    """
+    if blocks != "auto":
+        return blocks
+    sizes, counts = np.asarray(sizes, np.int64), np.asarray(counts, np.int64)
+    compact = (sizes * node_coords + np.where(counts > 0, pair_coords, 0)
+               + gram_entries(sizes, n_features))
+    return "compact" if compact.sum() <= len(sizes) * n_features else "dense"
+
+
 def pack_graphs(graphs: Sequence[Graph], labels: Sequence[np.ndarray], *, n_states: int,
                 n_features: int, unary_mode: str, pairwise_mode: str, n_edge_features: int,
                 edge_sym: np.ndarray, class_weight: np.ndarray, inference: str,
-                max_iter: int, damping: float, max_brute: int) -> GraphOracle:
-    """Concatenate validated graphs and labellings into a ``GraphOracle``."""
+                max_iter: int, damping: float, max_brute: int,
+                blocks: str = "dense") -> GraphOracle:
+    """Concatenate validated graphs and labellings into a ``GraphOracle`` whose
+    blocks are stored as ``blocks`` says ("auto": ``block_storage``)."""
     method, forests = plan_methods(graphs, n_states, inference, max_brute)
+    U = n_states if unary_mode == "onehot" else 1
+    P = pairwise_size(pairwise_mode, n_states, n_edge_features)
     if all(isinstance(g.nodes, np.ndarray) for g in graphs):
         nodes = as_csr(np.vstack([g.nodes for g in graphs]), "node features")
     else:
@@ -251,4 +290,6 @@ def pack_graphs(graphs: Sequence[Graph], labels: Sequence[np.ndarray], *, n_stat
         nodes.indptr, nodes.indices, nodes.data, edge_ptr, edges[:, 0], edges[:, 1], erow_ptr,
         ecol, evals, np.concatenate(labels), class_weight, method, np.concatenate(order),
         np.concatenate(parent), np.concatenate(pedge), np.concatenate(flip), max_iter,
-        damping, max_brute)
+        damping, max_brute,
+        block_storage(blocks, sizes, counts, node_coords=U, pair_coords=P,
+                      n_features=n_features * U + P))

@@ -63,6 +63,7 @@ def pack_sequences(X: Sequence, n_features: int | None = None) -> PackedSequence
     stacked = sp.vstack(rows, format="csr")
     stacked.sum_duplicates()
     stacked.eliminate_zeros()
+    stacked.sort_indices()          # the chain oracle merges token rows by feature index
     seq_ptr = np.concatenate([[0], np.cumsum([m.shape[0] for m in rows])]).astype(np.intp)
     return PackedSequences(int(n_features), stacked.indptr.astype(np.intp),
                            stacked.indices.astype(np.int32),

@@ -67,6 +67,21 @@ def pose_size(intp_t n_parts, intp_t n_types):
     return n_parts + n_arcs + 4 * n_arcs * n_types
 
 
+def pose_weight_bounds(intp_t n_parts, intp_t n_types):
+    """Box ``(lower, upper)`` under which the pose oracle is exact.
+
+    The quadratic deformation weights (w_P[a, t, 1] and w_P[a, t, 3]) are
+    bounded below by 0; every other weight is free (+-inf).
+    """
+    cdef intp_t n_arcs = 2 * (n_parts - 1)
+    d = pose_size(n_parts, n_types)
+    lower = np.full(d, -np.inf)
+    deform = lower[n_parts + n_arcs:].reshape(n_arcs, n_types, 4)
+    deform[:, :, 1] = 0.0
+    deform[:, :, 3] = 0.0
+    return lower, np.full(d, np.inf)
+
+
 def tree_arrays(parents):
     """Validate a parent array and return ``(parents, order, arc_up)`` as int32 arrays.
 
@@ -715,6 +730,11 @@ cdef class PoseOracle(MaxOracle):
         self.max_psi_nnz = 2 * (data.tree.P + 5 * data.tree.A)
         self.dense_psi = False
         self.needs_gil = False
+
+    def weight_bounds(self):
+        """Box ``(lower, upper)`` under which ``solve`` is exact (``pose_weight_bounds``);
+        ``solve``'s default ``box="auto"`` trains in it."""
+        return pose_weight_bounds(self.data.tree.P, self.data.tree.T)
 
     def take_blocks(self, indices):
         """The oracle of examples ``indices`` only (block k is example ``indices[k]``).

@@ -9,8 +9,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
-from ssvm_oracles._chain import ChainOracle, chain_size, decode, sequence_features
+from ssvm_core.deprecation import warn_renamed
+from ssvm_core.validation import check_blocks, check_weights
+from ssvm_oracles._chain import ChainOracle, chain_size, decode
 from ssvm_oracles._sequences import pack_labels, pack_sequences
 
 
@@ -35,21 +36,21 @@ class ChainModel(StructuredModel):
         Features per token F, enforced on every input; if omitted (default),
         each ``bind``, ``predict`` or ``joint_feature`` takes it from its
         inputs, so the model can be refitted on data of another width.
-    sparse_blocks : bool, optional
-        Whether the bound oracle reports per-block supports
-        (``block_support``), so that solvers store each block's w_i on the
-        emission rows of its sequence's features plus the transition, bias,
-        start and end entries, instead of densely.  None (default) decides at
-        ``bind``: sparse when that needs less memory (sparse entries cost 12
-        bytes, dense ones 8), as with sparse token features over many
-        attributes.
-    compact_blocks : bool, default=False
-        Whether the bound oracle offers compact blocks: the solvers then keep
-        each block's dual vector as T K + K K coordinates (token-label and
-        transition weights) instead of a d-vector, and step in those
-        coordinates.  Needs far less memory than dense or sparse blocks on
-        long feature vectors (OCR: 4,082 numbers a block become about 900).
-        Cannot be combined with ``sparse_blocks=True``.
+    blocks : {"auto", "compact", "sparse", "dense"}, default "auto"
+        How the solvers keep each sequence's dual vector. "compact" (what
+        "auto" chooses): T K + K K coordinates (token-label and transition
+        weights) in the oracle's block basis, stepped on their nonzeros (OCR:
+        about 900 numbers a word instead of 4,082); its Gram norms use a T x T
+        matrix per sequence of at most 256 tokens (``_chain.GRAM_MAX_TOKENS``) and are
+        summed from the token rows for longer ones, so memory stays linear in
+        the number of tokens. "sparse": the emission rows of the sequence's
+        features plus the transition, bias, start and end entries. "dense": d
+        numbers a sequence.  All reach the same iterates up to rounding.
+    sparse_blocks, compact_blocks : bool, optional
+        Deprecated spellings of ``blocks`` (``compact_blocks=True`` is
+        ``blocks="compact"``, ``sparse_blocks=True`` ``"sparse"``,
+        ``sparse_blocks=False`` or ``compact_blocks=False`` ``"dense"``); they
+        warn and will be removed.
 
     Attributes
     ----------
@@ -72,7 +73,8 @@ class ChainModel(StructuredModel):
     >>> oracle = model.bind(X, Y)
     >>> model.size_joint_feature  # emission F K + transition K K + bias, start, end 3 K
     24
-    >>> result = solve(oracle, lam=1.0, step="pairwise", tol=1e-3, random_state=0)
+    >>> result = solve(oracle, lam=1.0, step="pairwise", averaging="best", tol=1e-3,
+    ...                random_state=0)
     >>> result.status, result.certified
     ('converged', True)
     >>> brute = BruteForceOracle(model, X, Y)
@@ -83,27 +85,20 @@ class ChainModel(StructuredModel):
     [[1, 2], [2, 2, 1]]
     """
 
-    def __init__(self, n_states: int, n_features: int | None = None,
-                 sparse_blocks: bool | None = None, compact_blocks: bool = False):
+    def __init__(self, n_states: int, n_features: int | None = None, blocks: str = "auto",
+                 sparse_blocks: bool | None = None, compact_blocks: bool | None = None):
         if int(n_states) != n_states or n_states < 2:
             raise ValueError(f"n_states must be an integer >= 2, got {n_states}")
         if n_features is not None and (int(n_features) != n_features or n_features < 1):
             raise ValueError(f"n_features must be a positive integer, got {n_features}")
-        if sparse_blocks not in (None, True, False):
-            raise ValueError(f"sparse_blocks must be None, True or False, got {sparse_blocks!r}")
         self.n_states = int(n_states)
         self.n_features = None if n_features is None else int(n_features)
-        if compact_blocks not in (True, False):
-            raise ValueError(f"compact_blocks must be True or False, got {compact_blocks!r}")
-        if compact_blocks and sparse_blocks:
-            raise ValueError("choose sparse_blocks=True or compact_blocks=True, not both")
+        self.blocks = _blocks_from_flags(blocks, sparse_blocks, compact_blocks)
         self.sparse_blocks = sparse_blocks
-        self.compact_blocks = bool(compact_blocks)
+        self.compact_blocks = compact_blocks
 
     def __repr__(self) -> str:
-        extra = "" if self.sparse_blocks is None else f", sparse_blocks={self.sparse_blocks}"
-        if self.compact_blocks:
-            extra += ", compact_blocks=True"
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return f"ChainModel(n_states={self.n_states}, n_features={self.n_features}{extra})"
 
     @property
@@ -121,25 +116,12 @@ class ChainModel(StructuredModel):
     def bind(self, X: Sequence, Y: Sequence) -> ChainOracle:
         packed = self._pack(X)
         labels = pack_labels(Y, packed.lengths, self.n_states)
-        sparse = self.sparse_blocks
-        if self.compact_blocks:
-            sparse = False
-        elif sparse is None:
-            sparse = self._sparse_is_smaller(packed)
+        storage = "compact" if self.blocks == "auto" else self.blocks
         oracle = ChainOracle(self.n_states, packed.n_features, packed.tok_ptr, packed.feat_idx,
-                             packed.feat_val, packed.seq_ptr, labels, sparse,
-                             self.compact_blocks)
+                             packed.feat_val, packed.seq_ptr, labels, storage == "sparse",
+                             storage == "compact")
         self.n_features_in_ = packed.n_features
         return oracle
-
-    def _sparse_is_smaller(self, packed) -> bool:
-        """Do per-block supports (12 bytes an entry) take less memory than dense blocks (8)?"""
-        K = self.n_states
-        ptr, _ = sequence_features(packed.tok_ptr, packed.feat_idx, packed.seq_ptr)
-        entries = (ptr[-1] * K + np.count_nonzero(packed.lengths > 1) * K * K
-                   + 3 * K * len(packed.lengths))
-        d = chain_size(K, packed.n_features)
-        return 12 * entries < 8 * len(packed.lengths) * d
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         packed = self._pack(X)
@@ -175,3 +157,23 @@ class ChainModel(StructuredModel):
         T = x.shape[0] if sp.issparse(x) else np.asarray(x).shape[0]
         for labels in itertools.product(range(self.n_states), repeat=T):
             yield np.array(labels, dtype=np.int32)
+
+
+def _blocks_from_flags(blocks: str, sparse_blocks: bool | None,
+                       compact_blocks: bool | None) -> str:
+    """``blocks``, or what the deprecated ``sparse_blocks``/``compact_blocks`` ask for."""
+    if sparse_blocks is None and compact_blocks is None:
+        return check_blocks(blocks, ("dense", "sparse", "compact"))
+    for name, flag in (("sparse_blocks", sparse_blocks), ("compact_blocks", compact_blocks)):
+        if flag not in (None, True, False):
+            raise ValueError(f"{name} must be True or False, got {flag!r}")
+    if compact_blocks and sparse_blocks:
+        raise ValueError("choose sparse_blocks=True or compact_blocks=True, not both")
+    if blocks != "auto":
+        raise TypeError("give blocks only (sparse_blocks and compact_blocks are its "
+                        "deprecated spellings), not both")
+    warn_renamed("ChainModel(sparse_blocks=..., compact_blocks=...)", "blocks=...",
+                 stacklevel=4)
+    if compact_blocks:
+        return "compact"
+    return "sparse" if sparse_blocks else "dense"

@@ -81,6 +81,12 @@ class EnumerationModel(StructuredModel):
             if not self._shared:
                 raise ValueError("give at least one candidate labelling")
 
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (the functions as given; ``loss`` None for the 0/1 loss)."""
+        return {"joint_feature": self._phi, "n_features": self.n_features,
+                "labellings": self._labellings,
+                "loss": None if self._loss is _zero_one else self._loss}
+
     @staticmethod
     def _as_labelling(y) -> np.ndarray:
         y = np.atleast_1d(np.asarray(y))

@@ -17,12 +17,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
+from ssvm_core.validation import check_blocks, check_weights
 from ssvm_oracles._graph import GraphOracle, pairwise_size
 from ssvm_oracles._graphs import (
     EDGE_ATTRIBUTE,
     INFERENCE,
     Graph,
+    as_example_list,
     check_graph,
     check_graph_labels,
     pack_graphs,
@@ -129,6 +130,18 @@ class GraphModel(StructuredModel):
         Damping of loopy max-product messages, in [0, 1).
     max_brute : int, default 4096
         The largest K^n enumerated by brute force.
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        How the solvers keep each graph's dual vector. "compact": coordinates in
+        the oracle's block basis (``ssvm_oracles._graph``), n K node-label
+        coordinates plus, in a graph with edges, one per pairwise weight, i.e.
+        8 (n K + P) bytes for n nodes and P pairwise weights, stepped on their
+        nonzeros; its norms use an n x n node Gram (8 n^2 bytes, kept for
+        graphs of at most 256 nodes, ``_graph.GRAM_MAX_NODES``, whose Gram is
+        no larger than a dense block; other graphs sum node rows, so memory
+        stays linear in the nodes). "dense": d = K F + P numbers, 8 d bytes a
+        graph. "auto" chooses compact unless it needs more memory than dense
+        (it does on large graphs over few features, such as image grids). All
+        reach the same iterates up to rounding.
     """
 
     def __init__(self, n_states: int, n_features: int | None = None,
@@ -136,7 +149,7 @@ class GraphModel(StructuredModel):
                  inference: str = "auto", class_weight=None,
                  symmetric_edge_features: Sequence[int] = (),
                  antisymmetric_edge_features: Sequence[int] = (), *, max_iter: int = 100,
-                 damping: float = 0.5, max_brute: int = 4096):
+                 damping: float = 0.5, max_brute: int = 4096, blocks: str = "auto"):
         self.n_states = _check_count("n_states", n_states, 2)
         self.n_features = _check_count("n_features", n_features)
         self.n_edge_features = _check_count("n_edge_features", n_edge_features)
@@ -164,12 +177,14 @@ class GraphModel(StructuredModel):
         if not 0.0 <= damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {damping}")
         self.damping = float(damping)
+        self.blocks = check_blocks(blocks, ("dense", "compact"))
         self._bound_sizes: tuple[int, int | None] | None = None
 
     def __repr__(self) -> str:
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return (f"{type(self).__name__}(n_states={self.n_states}, n_features={self.n_features}, "
                 f"n_edge_features={self.n_edge_features}, directed={self.directed}, "
-                f"inference={self.inference!r})")
+                f"inference={self.inference!r}{extra})")
 
     # -- sizes -------------------------------------------------------------------
 
@@ -202,6 +217,7 @@ class GraphModel(StructuredModel):
 
     def _graphs(self, X: Sequence) -> tuple[list[Graph], int, int | None]:
         """Validated graphs with their node and edge feature counts (F, E or None)."""
+        X = as_example_list(X)
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of graph examples, got {type(X).__name__}")
         if len(X) == 0:
@@ -219,13 +235,13 @@ class GraphModel(StructuredModel):
             raise ValueError("(anti)symmetric_edge_features need edge features in the inputs")
         return graphs, F, E
 
-    def _pack(self, graphs, labels, F: int, E: int | None) -> GraphOracle:
+    def _pack(self, graphs, labels, F: int, E: int | None, blocks: str = "dense") -> GraphOracle:
         mode = self._pairwise_mode(E)
         return pack_graphs(graphs, labels, n_states=self.n_states, n_features=F,
                            unary_mode="onehot", pairwise_mode=mode, n_edge_features=E or 0,
                            edge_sym=self._edge_sym(E or 0), class_weight=self.class_weight,
                            inference=self.inference, max_iter=self.max_iter,
-                           damping=self.damping, max_brute=self.max_brute)
+                           damping=self.damping, max_brute=self.max_brute, blocks=blocks)
 
     def bind(self, X: Sequence, Y: Sequence) -> GraphOracle:
         """Validate a training set and return its ``GraphOracle``."""
@@ -234,7 +250,7 @@ class GraphModel(StructuredModel):
             raise ValueError(f"X has {len(graphs)} graphs but Y has {len(Y)} labellings")
         labels = [check_graph_labels(y, i, g.nodes.shape[0], self.n_states)
                   for i, (y, g) in enumerate(zip(Y, graphs))]
-        oracle = self._pack(graphs, labels, F, E)
+        oracle = self._pack(graphs, labels, F, E, self.blocks)
         self._bound_sizes = (F, E)
         return oracle
 
@@ -311,6 +327,12 @@ class GridModel(GraphModel):
     ----------
     n_states, n_features, directed, inference, class_weight, max_iter, damping, max_brute
         As in :class:`GraphModel`.
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        As in :class:`GraphModel`: an H x W image's compact block is H W K
+        node-label coordinates plus the P pairwise weights (8 (H W K + P)
+        bytes, and the node Gram of an image of at most 256 pixels when it is
+        no larger than d), a dense one d = K F + P numbers, so "auto" keeps
+        images of more pixels than features dense.
     neighborhood : {4, 8}
         Grid connectivity.
     directional : bool
@@ -322,19 +344,20 @@ class GridModel(GraphModel):
     def __init__(self, n_states: int, n_features: int | None = None, neighborhood: int = 4,
                  directed: bool = False, inference: str = "auto", class_weight=None,
                  directional: bool = False, *, max_iter: int = 100, damping: float = 0.5,
-                 max_brute: int = 4096):
+                 max_brute: int = 4096, blocks: str = "auto"):
         if neighborhood not in (4, 8):
             raise ValueError(f"neighborhood must be 4 or 8, got {neighborhood!r}")
         self.neighborhood = neighborhood
         self.directional = bool(directional)
         super().__init__(n_states, n_features, neighborhood // 2 if directional else None,
                          directed, inference, class_weight, max_iter=max_iter,
-                         damping=damping, max_brute=max_brute)
+                         damping=damping, max_brute=max_brute, blocks=blocks)
 
     def __repr__(self) -> str:
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return (f"GridModel(n_states={self.n_states}, n_features={self.n_features}, "
                 f"neighborhood={self.neighborhood}, directional={self.directional}, "
-                f"inference={self.inference!r})")
+                f"inference={self.inference!r}{extra})")
 
     def _as_graph(self, x, i: int):
         if sp.issparse(x) or np.ndim(x) != 3:
@@ -352,9 +375,33 @@ class GridModel(GraphModel):
     def _graphs(self, X: Sequence):
         if isinstance(X, np.ndarray) and X.ndim == 4:
             X = list(X)
+        X = as_example_list(X)
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of (H, W, F) arrays, got {type(X).__name__}")
         return super()._graphs([self._as_graph(x, i) for i, x in enumerate(X)])
+
+    def _check_label_shapes(self, X: Sequence, Y: Sequence) -> None:
+        """Each labelling must be its image's (H, W) or the row-major (H * W,) ravel.
+
+        A labelling of another shape with as many entries (a transposed (W, H) mask) would
+        otherwise be raveled and give pixels other pixels' labels.
+        """
+        for i, (x, y) in enumerate(zip(as_example_list(X), as_example_list(Y))):
+            shape = tuple(np.shape(x)[:2])
+            if np.shape(y) not in (shape, (shape[0] * shape[1],)):
+                raise ValueError(f"Y[{i}] has shape {np.shape(y)}, expected {shape} (the "
+                                 f"height and width of X[{i}]) or its ravel "
+                                 f"({shape[0] * shape[1]},)")
+
+    def bind(self, X: Sequence, Y: Sequence) -> GraphOracle:
+        """Validate a training set (labellings shaped as their images) and bind it."""
+        if len(Y) == len(X):
+            self._check_label_shapes(X, Y)
+        return super().bind(X, Y)
+
+    def joint_feature(self, x, y) -> np.ndarray:
+        self._check_label_shapes([x], [y])
+        return super().joint_feature(x, y)
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         flat = super().predict(X, w)

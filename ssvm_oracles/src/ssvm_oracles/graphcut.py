@@ -19,8 +19,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
-from ssvm_oracles._graphcut import GraphCutOracle
+from ssvm_core.validation import check_blocks, check_weights
+from ssvm_oracles._graphcut import GraphCutOracle, graphcut_weight_bounds
+from ssvm_oracles._graphs import block_storage
 from ssvm_oracles._maxflow import min_cut
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
@@ -139,12 +140,14 @@ def _exact_in_float32(values: np.ndarray) -> bool:
     return bool(np.all(values.astype(np.float32) == values))
 
 
-def _pack(images: list[_Image], labels: list[np.ndarray], feature_dtype: str) -> GraphCutOracle:
+def _pack(images: list[_Image], labels: list[np.ndarray], feature_dtype: str,
+          blocks: str = "dense") -> GraphCutOracle:
     """Concatenate the images into the arrays of :class:`GraphCutOracle`.
 
     The feature values are stored as float32 for ``feature_dtype="float32"``
     (rounded by ``_check_image`` already) and for ``"auto"`` when that loses
-    nothing, else as float64.
+    nothing, else as float64.  The blocks are stored as ``blocks`` says
+    ("auto": ``_graphs.block_storage``).
     """
     unary = sp.vstack([im.unary for im in images], format="csr")
     n_pairwise = images[0].pairwise.shape[1]
@@ -155,12 +158,15 @@ def _pack(images: list[_Image], labels: list[np.ndarray], feature_dtype: str) ->
     dtype = np.float32 if single else np.float64
     node_ptr = np.concatenate([[0], np.cumsum([im.unary.shape[0] for im in images])])
     edge_ptr = np.concatenate([[0], np.cumsum([len(im.head) for im in images])])
+    n_unary = images[0].unary.shape[1]
+    storage = block_storage(blocks, np.diff(node_ptr), np.diff(edge_ptr), node_coords=1,
+                            pair_coords=n_pairwise, n_features=n_unary + n_pairwise)
     return GraphCutOracle(
         images[0].unary.shape[1], node_ptr.astype(np.intp), unary.indptr.astype(np.intp),
         unary.indices.astype(np.int32), unary.data.astype(dtype),
         edge_ptr.astype(np.intp), np.concatenate([im.head for im in images]),
         np.concatenate([im.tail for im in images]), np.ascontiguousarray(pairwise, dtype=dtype),
-        np.concatenate(labels), np.concatenate([balanced_weights(y) for y in labels]))
+        np.concatenate(labels), np.concatenate([balanced_weights(y) for y in labels]), storage)
 
 
 def _import_maxflow():
@@ -213,6 +219,10 @@ class PyMaxflowOracle:
         self.n_blocks, self.n_features = oracle.n_blocks, oracle.n_features
         self.max_labels, self.max_psi_nnz = oracle.max_labels, oracle.max_psi_nnz
         self.n_unary = oracle.n_unary
+
+    def weight_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """The box of the bound :class:`GraphCutOracle` (w_P >= 0)."""
+        return self.oracle.weight_bounds()
 
     def solve(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         im, truth = self.images[i], self.labels[i]
@@ -278,6 +288,16 @@ class GraphCutModel(StructuredModel):
         Boykov-Kolmogorov max-flow (GIL-free, the fastest), or PyMaxflow in a
         Python oracle (:class:`PyMaxflowOracle`; needs the extra
         ``ssvm-oracles[graphcut]``).
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        How the solvers keep each image's dual vector. "compact" (the built-in
+        backend only): one coordinate per node (the coefficient of its unary
+        features) plus, in an image with edges, the n_pairwise pairwise
+        weights, 8 (n_nodes + n_pairwise) bytes an image, and the image's node
+        Gram (8 n_nodes^2 bytes, kept when no larger than a dense block, for
+        images of at most 256 nodes); "dense": d = n_unary + n_pairwise
+        numbers, 8 d bytes.  "auto" chooses compact unless it needs more
+        memory than dense (and dense with ``backend="pymaxflow"``, a Python
+        oracle).  Both reach the same iterates up to rounding.
 
     Attributes
     ----------
@@ -287,7 +307,7 @@ class GraphCutModel(StructuredModel):
     """
 
     def __init__(self, n_unary: int | None = None, n_pairwise: int | None = None, *,
-                 feature_dtype: str = "auto", backend: str = "bk"):
+                 feature_dtype: str = "auto", backend: str = "bk", blocks: str = "auto"):
         for name, value in (("n_unary", n_unary), ("n_pairwise", n_pairwise)):
             if value is not None and (int(value) != value or value < 1):
                 raise ValueError(f"{name} must be a positive integer, got {value}")
@@ -300,10 +320,13 @@ class GraphCutModel(StructuredModel):
         self.n_pairwise = None if n_pairwise is None else int(n_pairwise)
         self.feature_dtype = feature_dtype
         self.backend = backend
+        self.blocks = check_blocks(blocks, ("dense", "compact") if backend == "bk"
+                                   else ("dense",))
 
     def __repr__(self) -> str:
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return (f"GraphCutModel(n_unary={self.n_unary}, n_pairwise={self.n_pairwise}, "
-                f"feature_dtype={self.feature_dtype!r}, backend={self.backend!r})")
+                f"feature_dtype={self.feature_dtype!r}, backend={self.backend!r}{extra})")
 
     def _counts(self) -> tuple[int, int]:
         """(n_unary, n_pairwise) as given, else of the data last bound."""
@@ -329,10 +352,7 @@ class GraphCutModel(StructuredModel):
             ``lower`` is -inf on the unary weights and 0 on the pairwise ones;
             ``upper`` is +inf everywhere.
         """
-        n_unary, n_pairwise = self._counts()
-        lower = np.full(n_unary + n_pairwise, -np.inf)
-        lower[n_unary:] = 0.0
-        return lower, np.full(n_unary + n_pairwise, np.inf)
+        return graphcut_weight_bounds(*self._counts())
 
     def _check_X(self, X: Sequence) -> list[_Image]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
@@ -355,7 +375,8 @@ class GraphCutModel(StructuredModel):
             raise ValueError(f"X has {len(images)} images but Y has {len(Y)} labellings")
         labels = [_check_labels(y, i, im.unary.shape[0])
                   for i, (y, im) in enumerate(zip(Y, images))]
-        oracle = _pack(images, labels, self.feature_dtype)
+        oracle = _pack(images, labels, self.feature_dtype,
+                       self.blocks if self.backend == "bk" else "dense")
         if self.backend != "bk":
             oracle = PyMaxflowOracle(oracle, images)
         self.n_unary_in_, self.n_pairwise_in_ = oracle.n_unary, oracle.n_features - oracle.n_unary

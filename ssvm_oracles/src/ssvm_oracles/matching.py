@@ -11,7 +11,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
+from ssvm_core.validation import check_blocks, check_weights
+from ssvm_oracles._graphs import block_storage
 from ssvm_oracles._matching import MatchingOracle, decode
 
 
@@ -110,6 +111,15 @@ class MatchingModel(StructuredModel):
         true edge that is missed (3).
     normalize : bool
         Divide the loss by the number of source nodes.
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        How the solvers keep each pair's dual vector. "compact": one
+        coordinate per candidate edge (the difference of the two matchings'
+        edge indicators), 8 m bytes for m candidate edges, plus the pair's
+        m x m edge Gram when it is no larger than a dense block (m^2 <= d,
+        m <= 256); "dense": d numbers, 8 d bytes.  "auto" chooses compact
+        unless it needs more memory than dense, i.e. when the pairs have fewer
+        candidate edges than features.  Both reach the same iterates up to
+        rounding.
 
     Attributes
     ----------
@@ -119,7 +129,7 @@ class MatchingModel(StructuredModel):
     """
 
     def __init__(self, n_features: int | None = None, precision_cost: float = 1.0,
-                 recall_cost: float = 3.0, normalize: bool = True):
+                 recall_cost: float = 3.0, normalize: bool = True, *, blocks: str = "auto"):
         if n_features is not None:
             n_features = _positive(n_features, "n_features")
         for name, cost in (("precision_cost", precision_cost), ("recall_cost", recall_cost)):
@@ -129,11 +139,13 @@ class MatchingModel(StructuredModel):
         self.precision_cost = float(precision_cost)
         self.recall_cost = float(recall_cost)
         self.normalize = bool(normalize)
+        self.blocks = check_blocks(blocks, ("dense", "compact"))
 
     def __repr__(self) -> str:
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return (f"MatchingModel(n_features={self.n_features}, precision_cost="
                 f"{self.precision_cost}, recall_cost={self.recall_cost}, "
-                f"normalize={self.normalize})")
+                f"normalize={self.normalize}{extra})")
 
     @property
     def size_joint_feature(self) -> int:
@@ -205,10 +217,14 @@ class MatchingModel(StructuredModel):
             rows = self._edge_indices(x, y, f"Y[{i}]")
             labels.append(y)
             true_edge.append(np.where(rows >= 0, rows + packed.row_ptr[packed.pair_ptr[i]], -1))
+        edges = np.diff(packed.row_ptr[packed.pair_ptr])
+        storage = block_storage(self.blocks, np.maximum(edges, 1), np.zeros_like(edges),
+                                node_coords=1, pair_coords=0,
+                                n_features=packed.features.shape[1])
         oracle = MatchingOracle(packed.pair_ptr, packed.n_target, packed.row_ptr, packed.col,
                                 packed.features, np.concatenate(labels).astype(np.int32),
                                 np.concatenate(true_edge).astype(np.intp), self.precision_cost,
-                                self.recall_cost, self.normalize)
+                                self.recall_cost, self.normalize, storage)
         self.n_features_in_ = packed.features.shape[1]
         return oracle
 

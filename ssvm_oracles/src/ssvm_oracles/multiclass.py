@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
+from ssvm_core.validation import check_blocks, check_weights
 from ssvm_oracles._multiclass import MulticlassOracle
 
 
@@ -25,6 +25,14 @@ class MulticlassModel(StructuredModel):
     cost : array (K, K), optional
         Loss ``cost[y_true, y_pred]``: zero diagonal, nonnegative; 0/1 if
         omitted.
+    blocks : {"auto", "compact", "sparse", "dense"}, default "auto"
+        How the solvers keep each example's dual vector. "compact" (what
+        "auto" chooses): K numbers, the coefficients of the example's input in
+        each class block (the dual vector of example i is always x_i c for a
+        K-vector c); "sparse": x_i's nonzeros in every class block; "dense":
+        K F numbers.  All three reach the same iterates up to rounding;
+        compact needs F times less memory than dense and steps in O(K + nnz(x_i))
+        instead of O(K F).
 
     Attributes
     ----------
@@ -38,7 +46,8 @@ class MulticlassModel(StructuredModel):
     stores the rows in CSR form and visits only their nonzeros.
     """
 
-    def __init__(self, n_classes: int, n_features: int | None = None, cost=None):
+    def __init__(self, n_classes: int, n_features: int | None = None, cost=None,
+                 blocks: str = "auto"):
         if int(n_classes) != n_classes or n_classes < 2:
             raise ValueError(f"n_classes must be an integer >= 2, got {n_classes}")
         if n_features is not None and (int(n_features) != n_features or n_features < 1):
@@ -54,9 +63,12 @@ class MulticlassModel(StructuredModel):
         if not np.all(np.isfinite(cost)) or cost.min() < 0 or np.any(np.diag(cost) != 0):
             raise ValueError("cost must be finite, nonnegative, with a zero diagonal")
         self.cost = cost
+        self.blocks = check_blocks(blocks, ("dense", "sparse", "compact"))
 
     def __repr__(self) -> str:
-        return f"MulticlassModel(n_classes={self.n_classes}, n_features={self.n_features})"
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
+        return (f"MulticlassModel(n_classes={self.n_classes}, "
+                f"n_features={self.n_features}{extra})")
 
     @property
     def size_joint_feature(self) -> int:
@@ -117,7 +129,8 @@ class MulticlassModel(StructuredModel):
         csr.sort_indices()
         oracle = MulticlassOracle(X.shape[1], csr.indptr.astype(np.intp),
                                   csr.indices.astype(np.int32), csr.data.astype(np.float64),
-                                  y, self.cost)
+                                  y, self.cost,
+                                  "compact" if self.blocks == "auto" else self.blocks)
         self.n_features_in_ = X.shape[1]
         return oracle
 

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_core import StructuredModel
-from ssvm_core.validation import check_weights
+from ssvm_core.validation import check_blocks, check_weights
 from ssvm_oracles._graph import GraphOracle
 from ssvm_oracles._graphs import INFERENCE, Graph, as_csr, pack_graphs
 
@@ -101,11 +101,19 @@ class MultiLabelModel(StructuredModel):
         The label graph: none (independent labels), all pairs, or given.
     inference, max_iter, damping, max_brute
         As in :class:`~ssvm_oracles.GraphModel`.
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        How the solvers keep each example's dual vector. "compact" (what
+        "auto" chooses unless it needs more memory): one coordinate per label
+        (the coefficient of x in that label's weights) plus, with edges, the
+        4 n_edges pairwise weights, i.e. 8 (L + 4 n_edges) bytes, and the
+        label Gram (8 L^2 bytes, when L^2 <= d and L <= 256); "dense":
+        d = L F + 4 n_edges numbers, 8 d bytes.  Both reach the same iterates
+        up to rounding.
     """
 
     def __init__(self, n_labels: int | None = None, n_features: int | None = None,
                  edges=None, inference: str = "auto", *, max_iter: int = 100,
-                 damping: float = 0.5, max_brute: int = 4096):
+                 damping: float = 0.5, max_brute: int = 4096, blocks: str = "auto"):
         self.n_labels = None if n_labels is None else int(n_labels)
         self.n_features = None if n_features is None else int(n_features)
         if self.n_labels is not None and self.n_labels < 1:
@@ -119,11 +127,13 @@ class MultiLabelModel(StructuredModel):
             raise ValueError("need max_iter >= 1, max_brute >= 1 and 0 <= damping < 1")
         self.inference = inference
         self.max_iter, self.damping, self.max_brute = int(max_iter), float(damping), int(max_brute)
+        self.blocks = check_blocks(blocks, ("dense", "compact"))
         self._bound_sizes: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
         return (f"{type(self).__name__}(n_labels={self.n_labels}, n_features={self.n_features}, "
-                f"inference={self.inference!r})")
+                f"inference={self.inference!r}{extra})")
 
     def _labels_count(self, Y=None) -> int:
         if self.n_labels is not None:
@@ -154,19 +164,19 @@ class MultiLabelModel(StructuredModel):
                   for i in range(X.shape[0])]
         return graphs, X.shape[1]
 
-    def _pack(self, graphs, labels, F: int, L: int) -> GraphOracle:
+    def _pack(self, graphs, labels, F: int, L: int, blocks: str = "dense") -> GraphOracle:
         m = len(graphs[0].edges)
         return pack_graphs(graphs, labels, n_states=2, n_features=L * F, unary_mode="signed",
                            pairwise_mode="edge_features", n_edge_features=m,
                            edge_sym=np.zeros(m, np.int8), class_weight=np.ones(2),
                            inference=self.inference, max_iter=self.max_iter,
-                           damping=self.damping, max_brute=self.max_brute)
+                           damping=self.damping, max_brute=self.max_brute, blocks=blocks)
 
     def bind(self, X, Y) -> GraphOracle:
         L = self._labels_count(Y)
         graphs, F = self._graphs(X, L)
         Y = _check_binary(Y, (len(graphs), L))
-        oracle = self._pack(graphs, list(Y), F, L)
+        oracle = self._pack(graphs, list(Y), F, L, self.blocks)
         self._bound_sizes = (F, L)
         return oracle
 
@@ -208,14 +218,21 @@ class BinaryModel(StructuredModel):
     ----------
     n_features : int, optional
         F; taken from X at each ``bind`` if omitted.
+    blocks : {"auto", "compact", "dense"}, default "auto"
+        How the solvers keep each example's dual vector. "compact" (what
+        "auto" chooses unless F = 1): one number, the coefficient of x
+        (8 bytes, plus 8 bytes of the example's squared norm); "dense": F
+        numbers, 8 F bytes.  Both reach the same iterates up to rounding.
     """
 
-    def __init__(self, n_features: int | None = None):
+    def __init__(self, n_features: int | None = None, *, blocks: str = "auto"):
         self.n_features = None if n_features is None else int(n_features)
+        self.blocks = check_blocks(blocks, ("dense", "compact"))
         self._bound_features: int | None = None
 
     def __repr__(self) -> str:
-        return f"BinaryModel(n_features={self.n_features})"
+        extra = "" if self.blocks == "auto" else f", blocks={self.blocks!r}"
+        return f"BinaryModel(n_features={self.n_features}{extra})"
 
     @property
     def size_joint_feature(self) -> int:
@@ -224,7 +241,7 @@ class BinaryModel(StructuredModel):
             raise ValueError("n_features is unknown until the model is bound to data")
         return F
 
-    def _pack(self, X, labels) -> GraphOracle:
+    def _pack(self, X, labels, blocks: str = "dense") -> GraphOracle:
         X = _vectors(X, self.n_features) / 2.0
         empty = np.zeros((0, 2), np.int64)
         no_features = sp.csr_array((0, 0))
@@ -235,10 +252,12 @@ class BinaryModel(StructuredModel):
                            n_features=X.shape[1], unary_mode="signed",
                            pairwise_mode="edge_features", n_edge_features=0,
                            edge_sym=np.zeros(0, np.int8), class_weight=np.ones(2),
-                           inference="auto", max_iter=1, damping=0.0, max_brute=2)
+                           inference="auto", max_iter=1, damping=0.0, max_brute=2,
+                           blocks=blocks)
 
     def bind(self, X, Y) -> GraphOracle:
-        oracle = self._pack(X, _check_binary(np.reshape(Y, -1), (np.size(Y),), (-1, 0)))
+        oracle = self._pack(X, _check_binary(np.reshape(Y, -1), (np.size(Y),), (-1, 0)),
+                            self.blocks)
         if oracle.n_blocks != np.size(Y):
             raise ValueError(f"X has {oracle.n_blocks} examples but Y has {np.size(Y)} labels")
         self._bound_features = oracle.n_features

@@ -15,6 +15,7 @@ from ssvm_oracles._tree_maxsum import (
     PoseOracle,
     decode,
     pose_size,
+    pose_weight_bounds,
     tree_arrays,
 )
 
@@ -94,6 +95,11 @@ class PoseModel(StructuredModel):
             raise ValueError(f"loss_scale must be a finite positive number, got {loss_scale}")
         self.loss_scale = float(loss_scale)
 
+    def get_params(self, deep: bool = True) -> dict:
+        """Constructor parameters (``loss`` is kept as ``loss_kind``)."""
+        return {"parents": self.parents, "scale_parts": self.scale_parts,
+                "n_types": self.n_types, "loss": self.loss_kind, "loss_scale": self.loss_scale}
+
     def __repr__(self) -> str:
         return (f"PoseModel(n_parts={self.n_parts}, n_types={self.n_types}, "
                 f"scale_parts={self.scale_parts}, loss={self.loss_kind!r})")
@@ -134,13 +140,7 @@ class PoseModel(StructuredModel):
         The quadratic deformation weights (w_P[a, t, 1] and w_P[a, t, 3]) are
         bounded below by 0; everything else is free (+-inf).
         """
-        d = self.size_joint_feature
-        lower = np.full(d, -np.inf)
-        upper = np.full(d, np.inf)
-        deform = lower[self.n_parts + self.n_arcs:].reshape(self.n_arcs, self._types(), 4)
-        deform[:, :, 1] = 0.0
-        deform[:, :, 3] = 0.0
-        return lower, upper
+        return pose_weight_bounds(self.n_parts, self._types())
 
     def split_labels(self, y) -> tuple[np.ndarray, np.ndarray]:
         """``(positions (P, 2) as (x, y), types (A,))`` of a labelling."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from ssvm_core import as_oracle
 from ssvm_core.options import NAMES, PATH_NAMES, validate
-from ssvm_core.validation import check_box
+from ssvm_core.validation import resolve_box
 
 
 @dataclass
@@ -32,7 +32,8 @@ class Problem:
 def resolve_problem(model_or_oracle, X, Y, box, cone: bool) -> Problem:
     """Bind ``model_or_oracle`` to ``(X, Y)`` (a model) or take it as an oracle.
 
-    ``box`` is ``None``, ``(lower, upper)`` or ``"model"`` (``model.weight_bounds()``).
+    ``box`` is ``"auto"``, ``"model"``, ``None`` or ``(lower, upper)`` (see
+    ``ssvm_core.validation.resolve_box``).
     With ``cone=True`` the box must be a cone (every bound 0 or infinite), which
     keeps ``clip(c v) = c clip(v)`` for c > 0: the rescaling rule of the path
     above its first breakpoint needs it.
@@ -48,14 +49,8 @@ def resolve_problem(model_or_oracle, X, Y, box, cone: bool) -> Problem:
     else:
         model = None
         oracle = as_oracle(model_or_oracle)
-    if isinstance(box, str):
-        if box != "model":
-            raise ValueError(f"box must be (lower, upper), 'model' or None, got {box!r}")
-        if model is None or not hasattr(model, "weight_bounds"):
-            raise ValueError("box='model' needs a model with weight_bounds() (and X, Y)")
-        box = model.weight_bounds()
+    box = resolve_box(box, oracle, model)
     if box is not None:
-        box = check_box(box, oracle.n_features)
         if cone and not all(np.all((b == 0) | np.isinf(b)) for b in box):
             raise ValueError("the regularization path supports boxes whose bounds are 0 or "
                              "infinite (sign constraints), where clip(c w) = c clip(w)")

@@ -63,7 +63,7 @@ class GridSearchResult:
 def grid_search(model_or_oracle, X=None, Y=None, lams: Sequence[float] | None = None, *,
                 warm_start: str = "keep-duals", eps: float = 0.1, kappa: float = 0.9,
                 tol: float | None = None, step: str = "pairwise", sampling: str = "gap",
-                cache: bool = True, box=None, max_passes: int = 1000,
+                cache: bool = True, box="auto", max_passes: int = 1000,
                 gap_check_every: int = 10, random_state=0, n_jobs: int | None = None,
                 callback: Callable[[dict], None] | None = None,
                 **solver_kwargs) -> GridSearchResult:
@@ -89,7 +89,8 @@ def grid_search(model_or_oracle, X=None, Y=None, lams: Sequence[float] | None = 
         Exact-gap tolerance of every point.
     step, sampling, cache, box, max_passes, gap_check_every, random_state, n_jobs,
     **solver_kwargs :
-        Passed to ``ssvm_core.solve`` (``box`` also accepts ``"model"``);
+        Passed to ``ssvm_core.solve`` (``box`` defaults to "auto", the declared
+        ``weight_bounds()``);
         iterates are not averaged.  A lambda that does not converge within
         ``max_passes`` is kept with its gap and status.
     callback : callable, optional

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ssvm_core import duality_gap, solve
+from ssvm_core.options import DEFAULTS, needs_active_sets
 from ssvm_paths._common import check_eps_kappa, resolve_problem, solver_options
 from ssvm_paths._init import check_ground_truth, initial_point
 from ssvm_paths.result import RegularizationPath
@@ -21,7 +22,7 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
                         kappa: float | None = None, lam_min: float = 2.0 ** -15,
                         max_breakpoints: int = 10_000, heuristic: bool = False,
                         certify: bool = True, step: str = "pairwise", sampling: str = "gap",
-                        cache: bool = True, box=None, max_passes: int = 1000,
+                        cache: bool = True, box="auto", max_passes: int = 1000,
                         gap_check_every: int = 10, random_state=0,
                         n_jobs: int | None = None,
                         callback: Callable[[dict], None] | None = None,
@@ -71,9 +72,10 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
         caching, is Osokin et al. (2016)'s recommendation for expensive oracles; for cheap
         oracles (e.g. OCR's Viterbi) ``step="fw", cache=False`` (BCFW with gap
         sampling) is usually faster.
-    box : (lower, upper), "model" or None
-        Sign constraints on w (bounds 0 or infinite only, e.g.
-        ``model.weight_bounds()`` of graph cuts with ``"model"``).
+    box : "auto", "model", (lower, upper) or None, default "auto"
+        Sign constraints on w (bounds 0 or infinite only); by default the
+        bounds the oracle or model declares (``weight_bounds()``, e.g. graph
+        cuts' w_P >= 0), else none (see ``ssvm_core.solve``).
     max_passes : int
         Solver passes allowed per breakpoint; a breakpoint that does not reach
         its tolerance within them ends the path (status ``"max_passes"``), the
@@ -151,8 +153,10 @@ def regularization_path(model_or_oracle, X=None, Y=None, *, eps: float = 0.1,
 
     clock = time.perf_counter()
     excluded = 0.0                       # seconds of certification passes
-    init = initial_point(problem, eps, kappa, active_sets=step != "fw" or cache,
-                         cache_size=solver_kwargs.get("cache_size", 50))
+    init = initial_point(problem, eps, kappa,
+                         active_sets=needs_active_sets(
+                             step, cache, options.get("n_samples", DEFAULTS["n_samples"])),
+                         cache_size=options.get("cache_size", DEFAULTS["cache_size"]))
     state = init.state
     # Certify the initial point: one exact gap pass, no optimisation (alpha must stay
     # at Alg. 6's point for the rule (lambda_1 / lambda) w_1 above lambda_1).

@@ -32,7 +32,16 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
       labellings below, and the max is >= 0 (the ground truth scores 0);
     - ``evaluate`` of every reference labelling gives a loss >= 0 and a score
       that ``solve`` does not beat by more than the tolerance;
-    - the ground truth (when known) has psi = 0, loss = 0 and score = 0.
+    - the ground truth (when known) has psi = 0, loss = 0 and score = 0;
+    - for an oracle that offers compact blocks (``max_coords > 0``), the
+      identities of its block basis A_i (``_check_compact_block``), each named
+      when it fails: ``solve`` with the coordinate buffers returns the same
+      answer; A_i q_i(y) = psi_i(y) for the answer of ``solve`` and of
+      ``evaluate``; theta = A_i^T w (``coord_scores``); with ``coords_only``
+      the coordinates, theta, loss and score are unchanged; for random sparse
+      directions e, <e, A_i^T w> = <A_i e, w>, ``coord_sqnorm`` = ||A_i e||^2
+      and ``coord_add`` adds A_i e (and c2 A_i e); the ground truth's
+      coordinates are empty.
 
     The reference labellings of a block are, in this order of preference:
 
@@ -113,6 +122,7 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
                                                for s in scales]
     weights = [np.asarray(w, dtype=float) for w in weights]
 
+    compact_rng = np.random.default_rng(random_state) if mo.max_coords > 0 else None
     found: list[dict[bytes, np.ndarray]] = [{} for _ in range(mo.n_blocks)]
     answers = {}
     for t, w in enumerate(weights):
@@ -137,6 +147,10 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
                                          "the same w (keys differ)")
             found[i][labelling_key(labels)] = np.asarray(labels)
             answers[t, i] = (labels, psi, loss, score)
+            if compact_rng is not None:
+                truth = None if ground_truth is None else np.atleast_1d(ground_truth[i])
+                _check_compact_block(mo, i, w, (labels, psi, loss, score), truth,
+                                     compact_rng, tol, where)
             if problem is not None:
                 _check_against_enumeration(mo, problem, i, w, labels, psi, loss, score,
                                            nu, check_labels, atol, where)
@@ -170,6 +184,57 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
                                          f"(solve returned {labels}): solve is not a max")
             _check_nonnegative(score, _tol(atol, w, psi, loss), labels,
                                f"block {i}, weights #{t}")
+
+
+def _check_compact_block(mo, i: int, w: np.ndarray, answer: tuple, truth, rng, tol: float,
+                         where: str) -> None:
+    """The block-basis identities of a compact oracle at block i and weights w.
+
+    ``answer`` is ``solve_py``'s ``(labels, psi, loss, score)``; each failure
+    names the identity.
+    """
+    labels, psi, loss, score = answer
+    c_labels, c_psi, q, theta, c_loss, c_score = mo.solve_coords_py(i, w)
+    if labelling_key(c_labels) != labelling_key(labels):
+        raise AssertionError(f"{where}: compact solve returned {c_labels}, plain solve "
+                             f"{labels} (solve with coordinate buffers must give the same "
+                             "answer)")
+    _close(c_psi, psi, tol, f"{where}: compact solve psi vs plain solve psi")
+    _close((c_loss, c_score), (loss, score), tol,
+           f"{where}: compact solve (loss, score) vs plain solve")
+    _close(mo.coord_expand_py(i, q), psi, tol,
+           f"{where}: identity A_i q_i(y) = psi_i(y) (coord_expand of solve's coordinates)")
+    scores = mo.coord_scores_py(i, w)
+    _close(theta, scores, tol, f"{where}: identity theta = A_i^T w (solve's theta vs "
+                               "coord_scores)")
+    o_labels, _, o_q, o_theta, o_loss, o_score = mo.solve_coords_py(i, w, psi=False)
+    if labelling_key(o_labels) != labelling_key(labels):
+        raise AssertionError(f"{where}: solve with coords_only returned {o_labels}, "
+                             f"not {labels}")
+    _close(o_q, q, tol, f"{where}: coords_only: coordinates differ from the full answer")
+    _close(o_theta, theta, tol, f"{where}: coords_only: theta differs from the full answer")
+    _close((o_loss, o_score), (loss, score), tol,
+           f"{where}: coords_only: (loss, score) differ from the full answer")
+    e_psi, e_q, _, _ = mo.evaluate_coords_py(i, labels, w)
+    _close(mo.coord_expand_py(i, e_q), e_psi, tol,
+           f"{where}: identity A_i q_i(y) = psi_i(y) (coord_expand of evaluate's coordinates)")
+    m = q.shape[0]
+    e = rng.normal(size=m) * (rng.random(m) < 0.3)
+    e[rng.integers(m)] = rng.normal()                  # at least one nonzero
+    Ae = mo.coord_expand_py(i, e)
+    e_tol = _tol(tol, w, e, Ae)
+    _close(float(e @ scores), float(Ae @ w), e_tol,
+           f"{where}: identity <e, A_i^T w> = <A_i e, w> (coord_scores vs coord_expand)")
+    _close(mo.coord_sqnorm_py(i, e), float(Ae @ Ae), e_tol * (1.0 + float(np.abs(Ae).sum())),
+           f"{where}: identity coord_sqnorm(e) = ||A_i e||^2")
+    out, out2 = np.ones(mo.n_features), np.zeros(mo.n_features)
+    mo.coord_add_py(i, e, out, out2, -0.5)
+    _close(out, 1.0 + Ae, e_tol, f"{where}: identity coord_add: out += A_i e")
+    _close(out2, -0.5 * Ae, e_tol, f"{where}: identity coord_add: out2 += c2 A_i e")
+    if truth is not None:
+        _, t_q, _, _ = mo.evaluate_coords_py(i, truth, w)
+        _close(t_q, np.zeros_like(t_q), tol,
+               f"{where}: identity q_i(y_i) = 0 (the ground truth's coordinates are empty)")
 
 
 def _check_nonnegative(score, tol, labels, where):

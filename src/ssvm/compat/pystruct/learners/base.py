@@ -9,8 +9,10 @@ import numpy as np
 from ssvm.compat.pystruct.models.base import ModelOracle
 from ssvm_core import SolverState, solve
 from ssvm_core.base import BaseSSVM as _EstimatorParams
+from ssvm_core.options import needs_active_sets
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
+from ssvm_core.validation import resolve_box
 
 
 def bind_training_set(model, X, Y):
@@ -80,7 +82,7 @@ class BaseSSVM(_EstimatorParams):
             self.loss_curve_.append(display_loss)
 
     def _fit_frank_wolfe(self, X, Y, *, initialize: bool, max_passes: int, tol: float,
-                         averaging: bool, box=None, **options) -> None:
+                         averaging: bool, box="auto", **options) -> None:
         """Minimise ||w||^2 / 2 + C sum_i xi_i with ``ssvm_core.solve`` and set pystruct's
         attributes; ``tol`` is on the duality gap of that objective.
 
@@ -95,7 +97,9 @@ class BaseSSVM(_EstimatorParams):
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"C must be a finite positive number, got {self.C}")
         lam = 1.0 / scale
-        active = options.get("step", "fw") != "fw" or options.get("cache", False)
+        box = resolve_box(box, oracle, self.model)
+        active = needs_active_sets(options.get("step", "fw"), options.get("cache", False),
+                                   options.get("n_samples", 1))
         state = SolverState.for_oracle(oracle, lam, averaging, box, active,
                                        options.get("cache_size", 50))
         watch = self.logger is not None or self.show_loss_every

@@ -21,7 +21,7 @@ class _CuttingPlaneCompat(BaseSSVM):
 
     def _box(self, d: int):
         if self.negativity_constraint is None:
-            return None
+            return "auto"                 # the model's declared bounds, if any
         idx = np.asarray(self.negativity_constraint, dtype=np.intp).ravel()
         if idx.size and (idx.min() < 0 or idx.max() >= d):
             raise ValueError(f"negativity_constraint indices must lie in [0, {d})")

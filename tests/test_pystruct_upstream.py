@@ -1,0 +1,135 @@
+"""pystruct 0.3.2's own tests, run unchanged (import prefix only) on ``ssvm.compat.pystruct``.
+
+Each upstream test function is one case, ``"folder/file.py::function"``. The module fetches
+pystruct's sdist at test time (see ``tests/pystruct_upstream.py`` for where it is cached and the
+rewrite rule) and skips as a whole, with the reason, when that is impossible. Every upstream test
+passes or is listed in :data:`XFAIL` with the reason it does not; the entries are strict, so a
+test that starts passing must leave the table. An upstream test that skips itself (pystruct's
+``SkipTest`` when an optional package is missing) counts as a failure: our layer stands in for
+those packages.
+"""
+
+import unittest
+
+import pystruct_upstream
+import pytest
+
+#: folders of pystruct/tests that are run
+FOLDERS = ("test_inference", "test_learners", "test_models", "test_utils")
+#: files left out, with the reason
+EXCLUDED = {
+    "test_learners/test_latent_node_crf_learning.py": "latent models (issue 22, item 3)",
+    "test_learners/test_latent_svm.py": "latent models (issue 22, item 3)",
+    "test_learners/test_subgradient_latent_svm.py": "latent models (issue 22, item 3)",
+    "test_models/test_latent_crf.py": "latent models (issue 22, item 3)",
+    "test_models/test_latent_node_crf.py": "latent models (issue 22, item 3)",
+}
+#: how many upstream tests FOLDERS minus EXCLUDED hold in pystruct 0.3.2
+N_EXPECTED = 116
+
+#: reasons shared by several entries of XFAIL
+PERCEPTRON = "StructuredPerceptron is not provided (issue 22, learners)"
+TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
+LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
+MAX_ITER = ("NSlackSSVM's max_iter=100 counts Frank-Wolfe passes and stops above tolerance: "
+            "test score 0.89 (0.97 with max_iter=2000) (issue 22, item 5)")
+SWITCH_TO = "switch_to: 'this state cannot continue on this oracle' (issue 22, item 5)"
+
+#: upstream tests that do not pass: file -> {function: reason}
+XFAIL: dict[str, dict[str, str]] = {
+    "test_learners/test_crammer_singer_svm.py": {
+        "test_class_weights_rescale_C":
+            "pystruct 0.3.2 skips it itself ('class weight test needs update')",
+    },
+    "test_learners/test_edge_feature_graph_learning.py": {
+        "test_multinomial_blocks_directional_anti_symmetric": LEARNER,
+    },
+    "test_learners/test_graph_svm.py": {
+        "test_binary_blocks_cutting_plane": LEARNER,
+    },
+    "test_learners/test_n_slack_ssvm.py": {
+        "test_binary_blocks_batches_n_slack": LEARNER,
+        "test_binary_blocks_cutting_plane": LEARNER,
+        "test_binary_ssvm_attractive_potentials": LEARNER,
+        "test_binary_ssvm_repellent_potentials": LEARNER,
+        "test_n_slack_svm_as_crf_pickling": MAX_ITER,
+        "test_switch_to_ad3": SWITCH_TO,
+    },
+    "test_learners/test_one_slack_ssvm.py": {
+        "test_binary_blocks_one_slack_graph": LEARNER,
+        "test_constraint_removal": LEARNER,
+        "test_one_slack_constraint_caching": LEARNER,
+        "test_one_slack_repellent_potentials": LEARNER,
+        "test_switch_to_ad3": SWITCH_TO,
+    },
+    "test_learners/test_perceptron.py": {
+        "test_averaged": PERCEPTRON,
+        "test_averaging_early_stopping": PERCEPTRON,
+        "test_binary_blocks": PERCEPTRON,
+        "test_multinomial_blocks": PERCEPTRON,
+        "test_overflow_averaged": PERCEPTRON,
+        "test_partial_averaging": PERCEPTRON,
+        "test_xor": PERCEPTRON,
+    },
+    "test_learners/test_structured_perceptron.py": {
+        "test_binary_blocks_perceptron_online": PERCEPTRON,
+        "test_binary_blocks_perceptron_parallel": PERCEPTRON,
+    },
+    "test_models/test_node_type_edge_feature_graph_crf.py": {
+        "test_checks": TYPED,
+        "test_energy_continuous": TYPED,
+        "test_energy_discrete": TYPED,
+        "test_flatten_unflattenY": TYPED,
+        "test_inference_ad3": TYPED,
+        "test_inference_ad3plus": TYPED,
+        "test_joint_feature": TYPED,
+        "test_joint_feature2": TYPED,
+        "test_joint_feature3": TYPED,
+        "test_joint_feature_continuous": TYPED,
+        "test_joint_feature_discrete": TYPED,
+        "test_unary_potentials": TYPED,
+    },
+    "test_utils/test_utils_logging.py": {
+        "test_logging": MAX_ITER,
+    },
+}
+
+try:
+    ROOT = pystruct_upstream.sdist_root()
+except pystruct_upstream.Unavailable as err:
+    pytest.skip(f"pystruct {pystruct_upstream.VERSION}'s sdist could not be downloaded: {err}",
+                allow_module_level=True)
+CASES = pystruct_upstream.collect(ROOT, FOLDERS, exclude=tuple(EXCLUDED))
+
+
+def _reason(case: str) -> str | None:
+    """The XFAIL reason of ``"file::function"``, or None when the case must pass."""
+    relative, function = case.split("::")
+    return XFAIL.get(relative, {}).get(function)
+
+
+def test_collected_every_upstream_test():
+    assert len(CASES) == N_EXPECTED
+    listed = {f"{relative}::{function}" for relative, table in XFAIL.items() for function in table}
+    assert listed <= set(CASES), sorted(listed - set(CASES))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """Where the rewritten copies of the upstream files are written."""
+    return tmp_path_factory.mktemp("pystruct_upstream")
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, id=case, marks=[pytest.mark.xfail(reason=_reason(case), strict=True)]
+                 if _reason(case) else [])
+    for case in CASES])
+def test_upstream(case, workdir, monkeypatch):
+    relative, function = case.split("::")
+    monkeypatch.chdir(workdir)  # a test that writes relative paths writes there
+    with pystruct_upstream.legacy_shims(), pystruct_upstream.seeded_global_random(0):
+        module = pystruct_upstream.load_rewritten(ROOT, relative, workdir)
+        try:
+            getattr(module, function)()
+        except unittest.SkipTest as skip:
+            pytest.fail(f"the upstream test skipped itself: {skip}")
