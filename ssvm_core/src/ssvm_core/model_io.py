@@ -329,6 +329,11 @@ def _decode(value: Any, arrays: dict, trusted: tuple[str, ...]) -> Any:
     raise ModelFileError(f"unknown tagged value {value!r} in the header")
 
 
+#: The base class of the estimators a file may hold, and the estimator of older files.
+_ESTIMATOR_BASE = "ssvm_core.base:BaseSSVM"
+_LEGACY_ESTIMATOR = "ssvm_core.solvers:FrankWolfeSSVM"
+
+
 def _import(ref: str, trusted: tuple[str, ...]):
     """The object ``module:QualName`` names, imported only from a trusted module."""
     module, sep, qualname = str(ref).partition(":")
@@ -422,10 +427,11 @@ def _build_model(ref: str, params: dict, trusted: tuple[str, ...]) -> Structured
 
 def _build_estimator(ref: str, model: StructuredModel, params: dict,
                      trusted: tuple[str, ...]):
-    from ssvm_core.base import BaseSSVM
-
+    # resolved by path like every class of a file (the estimators' save/load call this
+    # module, so it imports none of them)
+    base = _import(_ESTIMATOR_BASE, trusted)
     cls = _import(ref, trusted)
-    if not (inspect.isclass(cls) and issubclass(cls, BaseSSVM)):
+    if not (inspect.isclass(cls) and issubclass(cls, base)):
         raise ModelFileError(f"{ref!r} is not an ssvm estimator class")
     if not isinstance(params, dict):
         raise ModelFileError("the estimator parameters are not a mapping")
@@ -482,7 +488,7 @@ def parse_model_repr(text: str) -> tuple[str, dict]:
 def _from_legacy(files: dict, trusted: tuple[str, ...]):
     """An estimator from the ``model.npz`` of ``ssvm train`` before the format (w, lam,
     model = repr(model), gap, dataset)."""
-    from ssvm_core.solvers import FrankWolfeSSVM
+    FrankWolfeSSVM = _import(_LEGACY_ESTIMATOR, trusted)   # what wrote those files
 
     name, kwargs = parse_model_repr(str(files["model"]))
     if name not in _LEGACY_CLASSES:

@@ -10,12 +10,16 @@ With the dual point stored as w = A alpha and ell = b^T alpha (Lacoste-Julien et
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import score_pass
-from ssvm_core.state import SolverState
 from ssvm_core.validation import check_lam, check_weights
+
+if TYPE_CHECKING:                     # the state uses these objectives: no import circle
+    from ssvm_core.state import SolverState
 
 
 def primal_objective(oracle, lam: float, w: np.ndarray, n_jobs: int | None = None) -> float:

@@ -16,6 +16,7 @@ from ssvm_core._oracle import MaxOracle, PythonOracle
 from ssvm_core._view import compact_inner, compact_total, coord_masks
 from ssvm_core.files import atomic_write
 from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
+from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.pass_loop import PassCounters
 from ssvm_core.step_counts import StepCounts
@@ -372,8 +373,6 @@ class SolverState(PassCounters):
             g_i = lam <v_i, w> - ell_i + max_y H_i / n are stored in
             ``certified_gaps`` and sum to the gap.
         """
-        from ssvm_core.objectives import dual_objective
-
         n = self.n_blocks
         scores = np.asarray(scores, dtype=np.float64)
         if scores.shape != (n,):
@@ -564,13 +563,11 @@ class SolverState(PassCounters):
         saved = self.fingerprint
         current = oracle_fingerprint(oracle)
         why = None if saved is None else describe_difference(saved, current)
-        if why is not None and saved["type"] != current["type"]:    # another model: say so
+        if why is not None:           # says what differs (model, data): before the layout
             raise ValueError(f"this state cannot continue on this oracle: {why}")
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
-        if why is not None:
-            raise ValueError(f"this state cannot continue on this oracle: {why}")
         if saved is not None:
             if saved.get("data") is None or current.get("data") is None:
                 warnings.warn(f"{current['type']} cannot be fingerprinted (it does not "

@@ -112,7 +112,7 @@ cdef void _pairwise_psi(const intp_t* changed, const float64_t* diff, intp_t n_c
 
 cdef int _raise_nonsubmodular(intp_t k, float64_t value) except -1 nogil:
     with gil:
-        from ssvm_oracles.graphcut import NonSubmodularError
+        from ssvm_oracles.exceptions import NonSubmodularError
         raise NonSubmodularError.for_weight(k, value)
 
 

@@ -23,24 +23,13 @@ from ssvm_core.validation import check_blocks, check_weights
 from ssvm_oracles._graphcut import GraphCutOracle, graphcut_weight_bounds
 from ssvm_oracles._graphs import block_storage
 from ssvm_oracles._maxflow import min_cut
+from ssvm_oracles.exceptions import NonSubmodularError
 
 __all__ = ["GraphCutModel", "GraphCutOracle", "NonSubmodularError", "PyMaxflowOracle",
            "balanced_weights", "min_cut", "pymaxflow_min_cut"]
 
 BACKENDS = ("bk", "pymaxflow")
 FEATURE_DTYPES = ("auto", "float64", "float32")
-
-
-class NonSubmodularError(ValueError):
-    """The pairwise weights are negative: the max oracle is no longer a min-cut."""
-
-    @classmethod
-    def for_weight(cls, k: int, value: float) -> NonSubmodularError:
-        """The error for the negative pairwise weight ``w_P[k] = value``."""
-        return cls(f"pairwise weight w_P[{k}] = {value:.6g} is negative: the graph-cut "
-                   "oracle is exact only for w_P >= 0 (Osokin et al. (2016), App. I.3). "
-                   "Train with the box constraint of GraphCutModel.weight_bounds() "
-                   "(Osokin et al. (2016), App. H)")
 
 
 class _Image(NamedTuple):
