@@ -27,9 +27,12 @@ def test_train_writes_history_model_and_state_and_resumes(tmp_path, capsys):
     assert model.n_passes_ == 4 and model.status_ == "max_passes"
     state = SolverState.load(out / "state.npz")
     assert state.passes == 4
-    # Resuming continues the same dual iterate for a fresh budget of passes.
-    assert main(args + ["--resume", str(out / "state.npz")]) == 0
+    # Resuming continues the same dual iterate for a fresh budget of passes, and the
+    # history (rewritten in place with --overwrite) holds all of them.
+    assert main(args + ["--resume", str(out / "state.npz"), "--overwrite"]) == 0
     assert SolverState.load(out / "state.npz").passes == 8
+    resumed = json.loads((out / "history.json").read_text())
+    assert [r["pass"] for r in resumed["history"]] == list(range(9))
     assert "status max_passes" in capsys.readouterr().out
 
 
