@@ -35,7 +35,7 @@ from ssvm_oracles._graphs import Graph
 from ssvm_oracles.graph import GraphModel, GridModel, _check_count, expand_symmetric
 from ssvm_oracles.potentials import decode_potentials, gather_local
 
-__all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel"]
+__all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
 
 class _Example(NamedTuple):
@@ -257,7 +257,7 @@ def _states_per_label(n_labels: int, n_states_per_label) -> np.ndarray:
     return counts.astype(np.intp)
 
 
-def _kmeans_labels(features: np.ndarray, n_clusters: int, random_state) -> np.ndarray:
+def kmeans_clusters(features: np.ndarray, n_clusters: int, random_state) -> np.ndarray:
     """Cluster indices of the rows (k-means, at most as many clusters as distinct rows)."""
     from sklearn.cluster import KMeans
 
@@ -393,7 +393,7 @@ class LatentGraphModel(_LatentPairwise):
         states = np.zeros(labels.shape, dtype=np.int32)
         for label in np.unique(labels):
             rows = labels == label
-            clusters = _kmeans_labels(stacked[rows], int(self.n_states_per_label[label]),
+            clusters = kmeans_clusters(stacked[rows], int(self.n_states_per_label[label]),
                                       self.random_state)
             states[rows] = self.label_start[label] + clusters
         split = np.split(states, np.cumsum([len(y) for y in ys])[:-1])
@@ -485,7 +485,9 @@ class LatentNodeModel(_LatentPairwise):
                  *, max_iter: int = 100, damping: float = 0.5, max_brute: int = 4096,
                  random_state=0):
         self.n_labels = _check_count("n_labels", n_labels, 1)
-        self.n_hidden_states = _check_count("n_hidden_states", n_hidden_states, 1)
+        self.n_hidden_states = _check_count("n_hidden_states", n_hidden_states, 0)
+        if n_labels + n_hidden_states < 2:
+            raise ValueError("a latent node model needs n_labels + n_hidden_states >= 2")
         self.n_states = self.n_labels + self.n_hidden_states
         self.latent_node_features = bool(latent_node_features)
         self._state_label = np.concatenate([np.arange(self.n_labels),
@@ -544,7 +546,7 @@ class LatentNodeModel(_LatentPairwise):
     def _node_states(self, ex: _Example) -> np.ndarray:
         L, S = self.n_labels, self.n_hidden_states
         n = ex.graph.nodes.shape[0]
-        table = np.full((n, max(L, S)), -1, dtype=np.intp)
+        table = np.full((n, max(L, S, 1)), -1, dtype=np.intp)
         table[:ex.n_visible, :L] = np.arange(L)
         table[ex.n_visible:, :S] = L + np.arange(S)
         return table
@@ -588,7 +590,7 @@ class LatentNodeModel(_LatentPairwise):
             hists.append(_neighbour_histograms(n, ex.graph.edges, labels, self.n_labels,
                                                np.arange(ex.n_visible, n)))
         stacked = np.vstack(hists)
-        clusters = (_kmeans_labels(stacked, self.n_hidden_states, self.random_state)
+        clusters = (kmeans_clusters(stacked, self.n_hidden_states, self.random_state)
                     if len(stacked) else np.zeros(0, np.intp))
         split = np.split(clusters, np.cumsum([len(hh) for hh in hists])[:-1])
         return [np.concatenate([y, self.n_labels + c]).astype(np.int32)

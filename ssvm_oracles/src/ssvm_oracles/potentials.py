@@ -51,6 +51,13 @@ def _submodular(pairwise: np.ndarray) -> bool:
                        >= pairwise[:, 0, 1] + pairwise[:, 1, 0] - 1e-12))
 
 
+def _score(unary, pairwise, edges, labels) -> float:
+    total = unary[np.arange(unary.shape[0]), labels].sum()
+    if edges.shape[0]:
+        total += pairwise[np.arange(edges.shape[0]), labels[edges[:, 0]], labels[edges[:, 1]]].sum()
+    return float(total)
+
+
 def gather_local(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
                  states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Tables over each node's local states: u[v, states[v, j]] and theta_e on them.
@@ -81,7 +88,9 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1 (all K if omitted).
     inference : str, default "auto"
-        ``GraphModel``'s inference name.
+        ``GraphModel``'s inference name; ``"auto"`` on a graph where no exact
+        method applies runs loopy max-product and alpha-expansion and keeps
+        the better labelling.
     max_iter, damping, max_brute
         As in ``GraphModel``.
 
@@ -122,6 +131,13 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
     if edges.shape[0] == 0:
         w = np.concatenate([w, np.zeros(K * K)])
     labels = np.asarray(oracle.decode(w)[0], dtype=np.int32)
+    if inference == "auto" and method == "loopy":
+        # no exact method applies: keep the better of loopy max-product and alpha-expansion
+        other, _ = _packed(n, edges.tobytes(), K, "alpha-expansion", max_iter, damping,
+                           max_brute)
+        moved = np.asarray(other.decode(w)[0], dtype=np.int32)
+        if _score(unary, pairwise, edges, moved) > _score(unary, pairwise, edges, labels):
+            labels = moved
     tiny = n * np.log(K) <= np.log(max_brute) + 1e-9
     if method in ("max-product", "brute"):
         exact = True
