@@ -1,0 +1,183 @@
+"""pystruct 0.3.2's own tests, run unchanged (import prefix only) on ``ssvm.compat.pystruct``.
+
+Each upstream test function is one case, ``"folder/file.py::function"``. The module fetches
+pystruct's sdist at test time (see ``tests/pystruct_upstream.py`` for where it is cached and the
+rewrite rule) and skips as a whole, with the reason, when that is impossible. Every upstream test
+passes or is listed in :data:`XFAIL` with the reason it does not; the entries are strict, so a
+test that starts passing must leave the table. An upstream test that skips itself (pystruct's
+``SkipTest`` when an optional package is missing) counts as a failure: our layer stands in for
+those packages.
+"""
+
+import unittest
+
+import pystruct_upstream
+import pytest
+
+#: folders of pystruct/tests that are run
+FOLDERS = ("test_inference", "test_learners", "test_models", "test_utils")
+#: files left out, with the reason
+EXCLUDED = {
+    "test_learners/test_latent_node_crf_learning.py": "latent models (issue 22, item 3)",
+    "test_learners/test_latent_svm.py": "latent models (issue 22, item 3)",
+    "test_learners/test_subgradient_latent_svm.py": "latent models (issue 22, item 3)",
+    "test_models/test_latent_crf.py": "latent models (issue 22, item 3)",
+    "test_models/test_latent_node_crf.py": "latent models (issue 22, item 3)",
+}
+#: how many upstream tests FOLDERS minus EXCLUDED hold in pystruct 0.3.2
+N_EXPECTED = 116
+
+#: reasons shared by several entries of XFAIL
+MAXPROD = "pystruct.inference.maxprod is missing (issue 22, item 2)"
+LP_MODULE = "pystruct.inference.linear_programming is missing (issue 22, item 2)"
+UNARY = "inference_method='unary' is refused (issue 22, item 2)"
+PERCEPTRON = "StructuredPerceptron is not provided (issue 22, learners)"
+TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
+LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
+
+#: upstream tests that do not pass: file -> {function: reason}
+XFAIL: dict[str, dict[str, str]] = {
+    "test_inference/test_maxprod.py": {
+        "test_is_chain": MAXPROD,
+        "test_is_forest": MAXPROD,
+        "test_iterative_max_product_chain": MAXPROD,
+        "test_iterative_max_product_tree": MAXPROD,
+        "test_max_product_binary_blocks": MAXPROD,
+        "test_max_product_multinomial_crf": MAXPROD,
+        "test_tree_max_product_chain": MAXPROD,
+        "test_tree_max_product_tree": MAXPROD,
+    },
+    "test_learners/test_crammer_singer_svm.py": {
+        "test_class_weights_rescale_C":
+            "pystruct 0.3.2 skips it itself ('class weight test needs update')",
+    },
+    "test_learners/test_edge_feature_graph_learning.py": {
+        "test_multinomial_blocks_directional_anti_symmetric": LEARNER,
+    },
+    "test_learners/test_frankwolfe_svm.py": {
+        "test_svm_as_crf_pickling_batch": UNARY,
+        "test_svm_as_crf_pickling_bcfw": UNARY,
+    },
+    "test_learners/test_graph_svm.py": {
+        "test_binary_blocks_cutting_plane": LEARNER,
+        "test_standard_svm_blobs_2d": UNARY,
+        "test_standard_svm_blobs_2d_class_weight": UNARY,
+    },
+    "test_learners/test_n_slack_ssvm.py": {
+        "test_binary_blocks_batches_n_slack": LEARNER,
+        "test_binary_blocks_cutting_plane": LEARNER,
+        "test_binary_ssvm_attractive_potentials": LEARNER,
+        "test_binary_ssvm_repellent_potentials": LEARNER,
+        "test_n_slack_svm_as_crf_pickling": UNARY,
+    },
+    "test_learners/test_one_slack_ssvm.py": {
+        "test_binary_blocks_one_slack_graph": LEARNER,
+        "test_constraint_removal": LEARNER,
+        "test_one_slack_constraint_caching": LEARNER,
+        "test_one_slack_repellent_potentials": LEARNER,
+        "test_svm_as_crf_pickling": UNARY,
+    },
+    "test_learners/test_perceptron.py": {
+        "test_averaged": PERCEPTRON,
+        "test_averaging_early_stopping": PERCEPTRON,
+        "test_binary_blocks": PERCEPTRON,
+        "test_multinomial_blocks": PERCEPTRON,
+        "test_overflow_averaged": PERCEPTRON,
+        "test_partial_averaging": PERCEPTRON,
+        "test_xor": PERCEPTRON,
+    },
+    "test_learners/test_structured_perceptron.py": {
+        "test_binary_blocks_perceptron_online": PERCEPTRON,
+        "test_binary_blocks_perceptron_parallel": PERCEPTRON,
+    },
+    "test_learners/test_subgradient_svm.py": {
+        "test_subgradient_svm_as_crf_pickling": UNARY,
+    },
+    "test_models/test_directional_crf.py": {
+        "test_energy": LP_MODULE,
+        "test_inference": LP_MODULE,
+        "test_joint_feature_continuous": LP_MODULE,
+        "test_joint_feature_discrete": LP_MODULE,
+    },
+    "test_models/test_edge_feature_graph_crf.py": {
+        "test_energy_continuous": LP_MODULE,
+        "test_energy_discrete": LP_MODULE,
+        "test_inference": LP_MODULE,
+        "test_initialization": LP_MODULE,
+        "test_joint_feature_continuous": LP_MODULE,
+        "test_joint_feature_discrete": LP_MODULE,
+    },
+    "test_models/test_graph_crf.py": {
+        "test_graph_crf_class_weights": "GraphCRF's class weights disagree with pystruct's",
+        "test_graph_crf_energy_lp_integral": "'lp' inference is not pystruct's LP",
+        "test_graph_crf_energy_lp_relaxed": "'lp' with relaxed=True does not return the LP",
+        "test_graph_crf_loss_augment": "GraphCRF loss-augmented inference disagrees",
+    },
+    "test_models/test_grid_crf.py": {
+        "test_binary_crf_exhaustive_loss_augmented": "exhaustive loss-augmented inference",
+        "test_binary_grid_unaries": "inference_method='unary' is refused",
+        "test_blocks_multinomial_crf": "'qpbo' with 3 states is refused",
+        "test_loss_augmentation": "GridCRF loss augmentation disagrees",
+    },
+    "test_models/test_multilabel_problem.py": {
+        "test_multilabel_fully": "MultiLabelClf fails on pystruct's inputs",
+        "test_multilabel_independent": "MultiLabelClf fails on pystruct's inputs",
+    },
+    "test_models/test_node_type_edge_feature_graph_crf.py": {
+        "test_checks": TYPED,
+        "test_energy_continuous": TYPED,
+        "test_energy_discrete": TYPED,
+        "test_flatten_unflattenY": TYPED,
+        "test_inference_ad3": TYPED,
+        "test_inference_ad3plus": TYPED,
+        "test_joint_feature": TYPED,
+        "test_joint_feature2": TYPED,
+        "test_joint_feature3": TYPED,
+        "test_joint_feature_continuous": TYPED,
+        "test_joint_feature_discrete": TYPED,
+        "test_unary_potentials": TYPED,
+    },
+    "test_utils/test_utils_logging.py": {
+        "test_logging": LEARNER,
+    },
+}
+
+try:
+    ROOT = pystruct_upstream.sdist_root()
+except pystruct_upstream.Unavailable as err:
+    pytest.skip(f"pystruct {pystruct_upstream.VERSION}'s sdist could not be downloaded: {err}",
+                allow_module_level=True)
+CASES = pystruct_upstream.collect(ROOT, FOLDERS, exclude=tuple(EXCLUDED))
+
+
+def _reason(case: str) -> str | None:
+    """The XFAIL reason of ``"file::function"``, or None when the case must pass."""
+    relative, function = case.split("::")
+    return XFAIL.get(relative, {}).get(function)
+
+
+def test_collected_every_upstream_test():
+    assert len(CASES) == N_EXPECTED
+    listed = {f"{relative}::{function}" for relative, table in XFAIL.items() for function in table}
+    assert listed <= set(CASES), sorted(listed - set(CASES))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """Where the rewritten copies of the upstream files are written."""
+    return tmp_path_factory.mktemp("pystruct_upstream")
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(case, id=case, marks=[pytest.mark.xfail(reason=_reason(case), strict=True)]
+                 if _reason(case) else [])
+    for case in CASES])
+def test_upstream(case, workdir, monkeypatch):
+    relative, function = case.split("::")
+    monkeypatch.chdir(workdir)  # a test that writes relative paths writes there
+    with pystruct_upstream.legacy_shims(), pystruct_upstream.seeded_global_random(0):
+        module = pystruct_upstream.load_rewritten(ROOT, relative, workdir)
+        try:
+            getattr(module, function)()
+        except unittest.SkipTest as skip:
+            pytest.fail(f"the upstream test skipped itself: {skip}")
