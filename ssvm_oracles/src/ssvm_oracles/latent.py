@@ -22,141 +22,32 @@ turns False after an approximate answer).
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 
-from ssvm_core import PythonOracle
 from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
-from ssvm_oracles._graphs import Graph
+from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
 from ssvm_oracles.graph import GraphModel, GridModel, _check_count, expand_symmetric
-from ssvm_oracles.potentials import decode_potentials, gather_local
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
 
-class _Example(NamedTuple):
-    """One validated input: the original x, its graph (features of every node) and
-    how many leading nodes are visible."""
+class _LatentPairwise(PairwiseStatesModel, LatentModel):
+    """What the latent pairwise models add: the completion, visible predictions, the state map.
 
-    x: object
-    graph: Graph
-    n_visible: int
-
-
-def _check_class_weight(class_weight, n_labels: int) -> np.ndarray:
-    if class_weight is None:
-        return np.ones(n_labels)
-    weights = np.array(class_weight, dtype=np.float64)
-    if weights.shape != (n_labels,) or not np.all(np.isfinite(weights)) or weights.min() < 0:
-        raise ValueError(f"class_weight must hold {n_labels} finite values >= 0, got {weights}")
-    return weights
-
-
-class _LatentPairwise(LatentModel):
-    """What the latent pairwise models share: decoding, loss, binding and enumeration.
-
-    Subclasses set ``n_labels``, ``n_states`` (K), ``class_weight`` (per label),
-    ``_state_label`` (K,: the label of each state, -1 for the states of hidden
-    nodes), the inference options, and implement ``_examples``, ``_potentials``,
-    ``_node_states`` (the states table of free decoding), ``_clamped_states``
-    (of the completion) and ``joint_feature``.
+    Subclasses also implement ``_clamped_states`` (the states of each node
+    consistent with its visible label) and ``init_latent``.
     """
 
-    # -- to implement ------------------------------------------------------------
-
-    def _examples(self, X: Sequence) -> list[_Example]:
-        raise NotImplementedError
-
-    def _potentials(self, ex: _Example, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Unary (n, K) and pairwise (m, K, K) scores of <w, phi(x, h)>."""
-        raise NotImplementedError
-
-    def _node_states(self, ex: _Example) -> np.ndarray | None:
-        """(n, K_local) global states each node may take (-1 padded), None for all K."""
-        return None
-
-    def _clamped_states(self, ex: _Example, y: np.ndarray) -> np.ndarray:
+    def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         """(n, K_local) states of each node consistent with its visible label y."""
         raise NotImplementedError
 
-    def _shape(self, ex: _Example, h: np.ndarray):
-        return h
-
-    # -- shared ------------------------------------------------------------------
-
-    def _decode(self, ex: _Example, unary, pairwise, states) -> tuple[np.ndarray, bool]:
-        edges = ex.graph.edges
-        options = {"inference": self.inference, "max_iter": self.max_iter,
-                   "damping": self.damping, "max_brute": self.max_brute}
-        if states is None:
-            return decode_potentials(unary, pairwise, edges, **options)
-        local_u, local_p = gather_local(unary, pairwise, edges, states)
-        z, exact = decode_potentials(local_u, local_p, edges,
-                                     n_allowed=np.sum(states >= 0, axis=1), **options)
-        return states[np.arange(len(z)), z].astype(np.int32), exact
-
-    def _flat_h(self, ex: _Example, h, where: str = "h") -> np.ndarray:
-        h = np.asarray(h)
-        n = ex.graph.nodes.shape[0]
-        if h.size != n or not (np.issubdtype(h.dtype, np.integer) or h.size == 0):
-            raise ValueError(f"{where} must hold {n} integer states, got shape {h.shape} "
-                             f"of dtype {h.dtype}")
-        h = h.reshape(-1).astype(np.int32)
-        if h.size and (h.min() < 0 or h.max() >= self.n_states):
-            raise ValueError(f"{where} has states outside [0, {self.n_states})")
-        return h
-
-    def _visible_labels(self, ex: _Example, h: np.ndarray) -> np.ndarray:
-        return self._state_label[h[:ex.n_visible]]
-
-    def _flat_y(self, ex: _Example, y, where: str = "y") -> np.ndarray:
-        y = np.asarray(y)
-        if y.size != ex.n_visible or not (np.issubdtype(y.dtype, np.integer) or y.size == 0):
-            raise ValueError(f"{where} must hold {ex.n_visible} integer labels, got shape "
-                             f"{y.shape} of dtype {y.dtype}")
-        y = y.reshape(-1)
-        if y.size and (y.min() < 0 or y.max() >= self.n_labels):
-            raise ValueError(f"{where} has labels outside [0, {self.n_labels})")
-        return y.astype(np.int32)
-
-    def loss_augmentation(self, ex: _Example, labels: np.ndarray) -> np.ndarray:
-        """(n, K): cw[l_v] where visible node v's state has another label than l_v."""
-        aug = np.zeros((ex.graph.nodes.shape[0], self.n_states))
-        aug[:ex.n_visible] = (self.class_weight[labels][:, None]
-                              * (self._state_label[None, :] != labels[:, None]))
-        return aug
-
     def label_from_latent(self, h) -> np.ndarray:
         """The labels of the visible nodes (their states' labels)."""
-        h = np.asarray(h)
-        if self._has_hidden_nodes:
-            return h[h < self.n_labels]
-        return self._state_label[h]
-
-    def loss(self, h_true, h_pred) -> float:
-        """sum over visible nodes of cw[l_v] [l_v != l'_v] (l, l' the states' labels)."""
-        return self.base_loss(self.label_from_latent(h_true), self.label_from_latent(h_pred))
-
-    def base_loss(self, y_true, y_pred) -> float:
-        """sum_v cw[y_v] [y_v != y'_v] on visible labellings."""
-        y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
-        if y_true.shape != y_pred.shape:
-            raise ValueError(f"labellings of {y_true.size} and {y_pred.size} nodes")
-        return float(self.class_weight[y_true] @ (y_true != y_pred))
-
-    def loss_augmented_inference(self, x, h, w) -> tuple[np.ndarray, bool]:
-        """argmax_h' loss(h, h') + <w, phi(x, h')>, and whether it is exact."""
-        (ex,) = self._examples([x])
-        h = self._flat_h(ex, h)
-        w = check_weights(w, self.size_joint_feature)
-        unary, pairwise = self._potentials(ex, w)
-        unary += self.loss_augmentation(ex, self._visible_labels(ex, h))
-        z, exact = self._decode(ex, unary, pairwise, self._node_states(ex))
-        return self._shape(ex, z), exact
+        return self._labels(h)
 
     def latent(self, x, y, w) -> np.ndarray:
         """The completion argmax_h <w, phi(x, h)> over the h whose labels are y.
@@ -171,79 +62,18 @@ class _LatentPairwise(LatentModel):
         h, _ = self._decode(ex, unary, pairwise, self._clamped_states(ex, y))
         return self._shape(ex, h)
 
+
     def predict_latent(self, X: Sequence, w: np.ndarray) -> list:
         """argmax_h <w, phi(x, h)> of every x (completed labellings)."""
-        w = check_weights(w, self.size_joint_feature)
-        out = []
-        for ex in self._examples(X):
-            unary, pairwise = self._potentials(ex, w)
-            out.append(self._shape(ex, self._decode(ex, unary, pairwise,
-                                                    self._node_states(ex))[0]))
-        return out
+        return self.predict_states(X, w)
 
     def predict(self, X: Sequence, w: np.ndarray) -> list:
         """The visible labellings of ``predict_latent``."""
         out = []
-        for ex, h in zip(self._examples(X), self.predict_latent(X, w)):
+        for ex, h in zip(self._examples(X), self.predict_states(X, w)):
             labels = self._visible_labels(ex, np.asarray(h).ravel())
             out.append(labels.reshape(np.shape(h)) if not self._has_hidden_nodes else labels)
         return out
-
-    def bind(self, X: Sequence, H: Sequence) -> PythonOracle:
-        """The convex problem with the completions H as ground truth (a Python max oracle)."""
-        examples = self._examples(X)
-        if len(H) != len(examples):
-            raise ValueError(f"X has {len(examples)} examples but H has {len(H)}")
-        H = [self._flat_h(ex, h, f"H[{i}]") for i, (ex, h) in enumerate(zip(examples, H))]
-        return PythonOracle(_LatentOracle(self, examples, H))
-
-    def enumerate_labellings(self, x):
-        """Every completed labelling of x allowed by the node types (tiny inputs)."""
-        (ex,) = self._examples([x])
-        states = self._node_states(ex)
-        n = ex.graph.nodes.shape[0]
-        choices = ([range(self.n_states)] * n if states is None
-                   else [row[row >= 0] for row in states])
-        for h in itertools.product(*choices):
-            yield self._shape(ex, np.array(h, dtype=np.int32))
-
-
-class _LatentOracle:
-    """Python max oracle of a latent model with fixed completions as ground truth."""
-
-    def __init__(self, model: _LatentPairwise, examples: list[_Example], H: list[np.ndarray]):
-        self.model, self.examples, self.H = model, examples, H
-        self.n_blocks = len(examples)
-        self.n_features = int(model.size_joint_feature)
-        self.max_labels = max(ex.graph.nodes.shape[0] for ex in examples)
-        self.labels = [model._visible_labels(ex, h) for ex, h in zip(examples, H)]
-        self.augmentation = [model.loss_augmentation(ex, y)
-                             for ex, y in zip(examples, self.labels)]
-        self.phi_true = [model.joint_feature(ex.x, model._shape(ex, h))
-                         for ex, h in zip(examples, H)]
-        self.n_inexact = 0
-
-    @property
-    def exact(self) -> bool:
-        """Whether every loss-augmented answer so far was exact."""
-        return self.n_inexact == 0
-
-    def _answer(self, i: int, z: np.ndarray):
-        m, ex = self.model, self.examples[i]
-        psi = self.phi_true[i] - m.joint_feature(ex.x, m._shape(ex, z))
-        return psi, m.base_loss(self.labels[i], m._visible_labels(ex, z))
-
-    def solve(self, i: int, w: np.ndarray):
-        m, ex = self.model, self.examples[i]
-        unary, pairwise = m._potentials(ex, w)
-        z, exact = m._decode(ex, unary + self.augmentation[i], pairwise, m._node_states(ex))
-        if not exact:
-            self.n_inexact += 1
-        psi, loss = self._answer(i, z)
-        return z, psi, loss
-
-    def evaluate(self, i: int, labels: np.ndarray, w: np.ndarray):
-        return self._answer(i, self.model._flat_h(self.examples[i], labels))
 
 
 def _states_per_label(n_labels: int, n_states_per_label) -> np.ndarray:
@@ -322,7 +152,7 @@ class LatentGraphModel(_LatentPairwise):
             raise ValueError("a latent model needs at least 2 states in all")
         self.label_start = np.concatenate([[0], np.cumsum(self.n_states_per_label)])
         self._state_label = np.repeat(np.arange(self.n_labels), self.n_states_per_label)
-        self.class_weight = _check_class_weight(class_weight, self.n_labels)
+        self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
         self.base = self._base_model(n_features, n_edge_features, directed, inference,
                                      symmetric_edge_features, antisymmetric_edge_features,
@@ -349,12 +179,12 @@ class LatentGraphModel(_LatentPairwise):
         """``GraphModel``'s phi(x, h) over the K states."""
         return self.base.joint_feature(x, h)
 
-    def _examples(self, X: Sequence) -> list[_Example]:
+    def _examples(self, X: Sequence) -> list[Example]:
         graphs, F, E = self.base._graphs(X)
         self._sizes = (F, E)
-        return [_Example(x, g, g.nodes.shape[0]) for x, g in zip(X, graphs)]
+        return [Example(x, g, g.nodes.shape[0]) for x, g in zip(X, graphs)]
 
-    def _potentials(self, ex: _Example, w: np.ndarray):
+    def _potentials(self, ex: Example, w: np.ndarray):
         K, (F, E), g = self.n_states, self._sizes, ex.graph
         unary = np.asarray(g.nodes @ w[:K * F].reshape(K, F).T, dtype=np.float64)
         rest, m = w[K * F:], g.edges.shape[0]
@@ -369,7 +199,7 @@ class LatentGraphModel(_LatentPairwise):
             pairwise = np.broadcast_to(table, (m, K, K))
         return unary, pairwise
 
-    def _clamped_states(self, ex: _Example, y: np.ndarray) -> np.ndarray:
+    def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         width = int(self.n_states_per_label.max())
         table = np.full((self.n_labels, width), -1, dtype=np.intp)
         for label in range(self.n_labels):
@@ -433,12 +263,12 @@ class LatentGridModel(LatentGraphModel):
                          directional=self.directional, max_iter=max_iter, damping=damping,
                          max_brute=max_brute)
 
-    def _examples(self, X: Sequence) -> list[_Example]:
+    def _examples(self, X: Sequence) -> list[Example]:
         if isinstance(X, np.ndarray) and X.ndim == 4:
             X = list(X)
         return super()._examples(X)
 
-    def _shape(self, ex: _Example, h):
+    def _shape(self, ex: Example, h):
         return np.asarray(h).reshape(np.shape(ex.x)[:2])
 
 
@@ -492,7 +322,7 @@ class LatentNodeModel(_LatentPairwise):
         self.latent_node_features = bool(latent_node_features)
         self._state_label = np.concatenate([np.arange(self.n_labels),
                                             np.full(self.n_hidden_states, -1)])
-        self.class_weight = _check_class_weight(class_weight, self.n_labels)
+        self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
         self.base = GraphModel(self.n_states, n_features, inference=inference,
                                max_iter=max_iter, damping=damping, max_brute=max_brute)
@@ -516,7 +346,7 @@ class LatentNodeModel(_LatentPairwise):
             raise ValueError("n_features is unknown until the model sees data")
         return self._unary_rows * F + self.n_states * (self.n_states + 1) // 2
 
-    def _examples(self, X: Sequence) -> list[_Example]:
+    def _examples(self, X: Sequence) -> list[Example]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of (features, edges, n_hidden), got "
                             f"{type(X).__name__}")
@@ -541,9 +371,9 @@ class LatentNodeModel(_LatentPairwise):
             visible.append(n_visible)
         graphs, F, _ = self.base._graphs(inputs)
         self._F = F
-        return [_Example(x, g, nv) for x, g, nv in zip(X, graphs, visible)]
+        return [Example(x, g, nv) for x, g, nv in zip(X, graphs, visible)]
 
-    def _node_states(self, ex: _Example) -> np.ndarray:
+    def _node_states(self, ex: Example) -> np.ndarray:
         L, S = self.n_labels, self.n_hidden_states
         n = ex.graph.nodes.shape[0]
         table = np.full((n, max(L, S, 1)), -1, dtype=np.intp)
@@ -551,19 +381,19 @@ class LatentNodeModel(_LatentPairwise):
         table[ex.n_visible:, :S] = L + np.arange(S)
         return table
 
-    def _clamped_states(self, ex: _Example, y: np.ndarray) -> np.ndarray:
+    def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         table = self._node_states(ex)
         table[:ex.n_visible] = -1
         table[:ex.n_visible, 0] = y
         return table
 
-    def _visible_labels(self, ex: _Example, h: np.ndarray) -> np.ndarray:
+    def _visible_labels(self, ex: Example, h: np.ndarray) -> np.ndarray:
         labels = self._state_label[h[:ex.n_visible]]
         if labels.size and labels.min() < 0:
             raise ValueError("a visible node has a hidden node's state")
         return labels
 
-    def _potentials(self, ex: _Example, w: np.ndarray):
+    def _potentials(self, ex: Example, w: np.ndarray):
         K, F, R = self.n_states, self._F, self._unary_rows
         unary = np.zeros((ex.graph.nodes.shape[0], K))
         unary[:, :R] = np.asarray(ex.graph.nodes @ w[:R * F].reshape(R, F).T)
