@@ -7,10 +7,11 @@ from ssvm.compat.pystruct.models.latent_graph_crf import LatentGraphCRF
 from ssvm.compat.pystruct.models.latent_grid_crf import LatentDirectionalGridCRF, LatentGridCRF
 from ssvm.compat.pystruct.models.latent_node_crf import LatentNodeCRF
 from ssvm.compat.pystruct.models.multilabel import MultiLabelClf
+from ssvm.compat.pystruct.models.typed import NodeTypeEdgeFeatureGraphCRF
 from ssvm.compat.pystruct.models.unstructured import BinaryClf, MultiClassClf
 
 _LATENT = ("EdgeFeatureLatentNodeCRF",)
-_TYPED = ("TypedCRF", "NodeTypeEdgeFeatureGraphCRF")
+_TYPED = ("TypedCRF",)
 
 
 def __getattr__(name: str):
@@ -18,11 +19,12 @@ def __getattr__(name: str):
         raise NotImplementedError(f"pystruct.models.{name}: hidden nodes with edge features "
                                   "are not supported by ssvm; use LatentNodeCRF")
     if name in _TYPED:
-        raise NotImplementedError(f"pystruct.models.{name}: typed (multi-type node) CRFs are "
-                                  "not supported by ssvm; use EdgeFeatureGraphCRF")
+        raise NotImplementedError(f"pystruct.models.{name} is pystruct's abstract base of "
+                                  "typed CRFs; use NodeTypeEdgeFeatureGraphCRF")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["BinaryClf", "CRF", "ChainCRF", "DirectionalGridCRF", "EdgeFeatureGraphCRF",
            "GraphCRF", "GridCRF", "MultiClassClf", "MultiLabelClf", "StructuredModel"]
 __all__ += ["LatentDirectionalGridCRF", "LatentGraphCRF", "LatentGridCRF", "LatentNodeCRF"]
+__all__ += ["NodeTypeEdgeFeatureGraphCRF"]
