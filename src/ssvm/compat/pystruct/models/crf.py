@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.inference.energy import inference_dispatch
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
+from ssvm.compat.pystruct.inference.inference_methods import inference_dispatch
+from ssvm.compat.pystruct.inference.methods import check_method, engine_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.utils.inference import compress_sym, expand_sym
 from ssvm_oracles import GraphModel
@@ -36,7 +36,7 @@ class CRF(StructuredModel):
         self.n_states = n_states
         self.n_features = n_features
         self.inference_method = "max-product" if inference_method is None else inference_method
-        engine_method(self.inference_method)          # unsupported names fail here
+        check_method(self.inference_method)           # unknown names fail here
         self.inference_calls = 0
         self.class_weight = class_weight
         self.size_joint_feature = None
@@ -50,8 +50,10 @@ class CRF(StructuredModel):
     @property
     def exact_inference(self) -> bool:
         """Whether the bound oracles are exact (decided per graph by ``GraphModel``)."""
-        return engine_method(self.inference_method) in ("auto", "max-product", "graphcut",
-                                                        "brute")
+        if check_method(self.inference_method) == "unary":
+            return False         # the Python oracle runs it only on graphs with edges
+        return engine_method(self.inference_method, self.n_states) in (
+            "auto", "max-product", "graphcut", "brute")
 
     def initialize(self, X, Y) -> None:
         n_features = np.shape(self._get_features(X[0]))[1]
@@ -83,9 +85,10 @@ class CRF(StructuredModel):
         self._check_size_x(x)
         return np.asarray(self._get_features(x) @ self._unary_weights(w).T)
 
-    def _unary_part(self, x, y) -> np.ndarray:
+    def _unary_part(self, x, nodes) -> np.ndarray:
+        """U.ravel(), U[k, f] = sum_v nodes[v, k] x_v[f], of node marginals (n_nodes, K)."""
         features = self._get_features(x)
-        return np.asarray((features.T @ one_hot(y, self.n_states)).T).ravel()
+        return np.asarray((features.T @ nodes).T).ravel()
 
     def loss_augment_unaries(self, unary_potentials, y) -> None:
         """Add ``class_weight[y_v]`` to every wrong state of node v (in place)."""
@@ -94,32 +97,66 @@ class CRF(StructuredModel):
         unary_potentials += self.class_weight[y][:, None] * wrong
 
     def _shape_y(self, x, labels):
+        """Labels (or relaxed marginals) in the layout of this model's y."""
         return labels
 
+    def _marginals(self, x, y):
+        """``(node marginals (n_nodes, K), edge marginals (E, K, K))`` of a labelling or of
+        a relaxed answer ``(unary_marginals, pairwise_marginals)`` of "lp" / "ad3"."""
+        n_nodes = np.shape(self._get_features(x))[0]
+        K = self.n_states
+        if isinstance(y, tuple):
+            nodes = np.asarray(y[0], dtype=np.float64).reshape(n_nodes, K)
+            return nodes, np.asarray(y[1], dtype=np.float64).reshape(-1, K, K)
+        nodes = one_hot(self._flat_labels(x, y), K)
+        if nodes.shape[0] != n_nodes:
+            raise ValueError(f"y has {nodes.shape[0]} labels for {n_nodes} nodes")
+        edges = self._get_edges(x)
+        return nodes, nodes[edges[:, 0], :, None] * nodes[edges[:, 1], None, :]
+
+    def _flat_labels(self, x, y) -> np.ndarray:
+        """The labelling y of x as a flat array (one label per node)."""
+        return np.asarray(y).ravel()
+
+    def _decode(self, x, w, unary, relaxed, return_energy):
+        """``inference_dispatch`` on this example's potentials, labels in the shape of y."""
+        out = inference_dispatch(unary, self._get_pairwise_potentials(x, w), self._get_edges(x),
+                                 self.inference_method, return_energy=return_energy,
+                                 relaxed=relaxed)
+        y = self._shape_y(x, out[0] if return_energy else out)
+        return (y, out[1]) if return_energy else y
+
     def inference(self, x, w, relaxed=False, return_energy=False, constraints=None):
-        """argmax_y <w, phi(x, y)> with ``inference_method``."""
+        """argmax_y <w, phi(x, y)> with ``inference_method``.
+
+        ``relaxed=True`` returns the marginals of a fractional LP relaxation ("lp" always,
+        "ad3" when fractional); ``return_energy`` adds minus the score (the LP optimum for a
+        relaxation), see ``inference_dispatch``.
+        """
         if constraints:
             raise NotImplementedError("hard logic constraints need pystruct's AD3+ inference, "
                                       "which ssvm does not provide")
         self.inference_calls += 1
-        out = inference_dispatch(self._get_unary_potentials(x, w),
-                                 self._get_pairwise_potentials(x, w), self._get_edges(x),
-                                 self.inference_method, return_energy=return_energy)
-        if return_energy:
-            return self._shape_y(x, out[0]), out[1]
-        return self._shape_y(x, out)
+        return self._decode(x, w, self._get_unary_potentials(x, w), relaxed, return_energy)
 
     def loss_augmented_inference(self, x, y, w, relaxed=False, return_energy=False):
-        """argmax_y' <w, phi(x, y')> + loss(y, y') with ``inference_method``."""
+        """argmax_y' <w, phi(x, y')> + loss(y, y') with ``inference_method`` (as ``inference``)."""
         self.inference_calls += 1
         unary = self._get_unary_potentials(x, w)
-        self.loss_augment_unaries(unary, y)
-        out = inference_dispatch(unary, self._get_pairwise_potentials(x, w),
-                                 self._get_edges(x), self.inference_method,
-                                 return_energy=return_energy)
-        if return_energy:
-            return self._shape_y(x, out[0]), out[1]
-        return self._shape_y(x, out)
+        self.loss_augment_unaries(unary, self._flat_labels(x, y))
+        return self._decode(x, w, unary, relaxed, return_energy)
+
+    def continuous_loss(self, y, y_hat) -> float:
+        """Expected Hamming loss of node marginals ``y_hat`` (n_nodes, K):
+        sum_v class_weight[y_v] (1 - y_hat[v, y_v])."""
+        y = np.asarray(y).ravel()
+        marginals = np.asarray(y_hat, dtype=np.float64).reshape(y.size, self.n_states)
+        return float(np.sum(self.class_weight[y] * (1 - marginals[np.arange(y.size), y])))
+
+    def _unary_only(self, X) -> bool:
+        """Whether "unary" inference meets edges in X (then the Python oracle runs it)."""
+        return (check_method(self.inference_method) == "unary"
+                and any(self._get_edges(x).shape[0] for x in X))
 
     def ssvm_model(self):
         """The ``ssvm_oracles.GraphModel`` with this model's layout, loss and inference."""
@@ -127,7 +164,7 @@ class CRF(StructuredModel):
             raise ValueError(f"{type(self).__name__} sizes are unknown; call "
                              "initialize(X, Y) first")
         return GraphModel(self.n_states, n_features=self.n_features,
-                          inference=engine_method(self.inference_method),
+                          inference=engine_method(self.inference_method, self.n_states),
                           class_weight=self.class_weight, **self._engine_options(),
                           **engine_options(self.inference_method))
 
@@ -135,15 +172,21 @@ class CRF(StructuredModel):
         return {"directed": self.directed}
 
     def bind(self, X, Y):
-        """ssvm's compiled graph oracle over (X, Y)."""
+        """ssvm's compiled graph oracle over (X, Y).
+
+        "unary" inference on graphs with edges ignores the pairwise terms, which no compiled
+        oracle does: the Python oracle (``StructuredModel.bind``) runs it, flagged inexact.
+        """
         if len(X) != len(Y):
             raise ValueError(f"X has {len(X)} examples but Y has {len(Y)}")
+        if self._unary_only(X):
+            return super().bind(X, Y)
         return self.ssvm_model().bind([self.ssvm_input(x) for x in X],
-                                      [np.asarray(y).ravel() for y in Y])
+                                      [self._flat_labels(x, y) for x, y in zip(X, Y)])
 
     def batch_inference(self, X, w, relaxed=None, constraints=None) -> list:
         """Decoding of every input through the compiled oracle."""
-        if constraints:
+        if constraints or relaxed or self._unary_only(X):
             return super().batch_inference(X, w, relaxed, constraints)
         self._check_size_w(w)
         self.inference_calls += len(X)
@@ -171,9 +214,13 @@ class GraphCRF(CRF):
         K and F; inferred by ``initialize`` if None.
     inference_method : str or (str, dict), optional
         "max-product" (default; exact on forests, loopy belief propagation
-        otherwise), "qpbo" (alpha-expansion), or ssvm's "auto", "graphcut",
-        "brute", "loopy", "alpha-expansion".  "ad3" and "lp" run "auto" with a
-        warning; AD3 branch and bound and "ogm" raise ``NotImplementedError``.
+        otherwise), pystruct's "lp", "ad3" (also ``("ad3", {"branch_and_bound":
+        True})``), "qpbo", "ogm", "unary", or ssvm's "auto", "graphcut", "brute",
+        "loopy", "alpha-expansion".  ``inference`` and ``loss_augmented_inference``
+        run the method itself (``inference_dispatch``: "lp" / "ad3" solve the LP
+        relaxation, branch and bound the integer program); training and
+        ``batch_inference`` run the compiled oracle of ``engine_method`` (exact
+        where provable, flagged approximate otherwise).
     class_weight : array-like of length K, optional
     directed : bool, default False
         Full K x K pairwise weights instead of symmetric ones.
@@ -204,12 +251,12 @@ class GraphCRF(CRF):
         return pair.reshape(self.n_states, self.n_states) if self.directed else expand_sym(pair)
 
     def joint_feature(self, x, y) -> np.ndarray:
+        """phi(x, y) of a labelling y, or of a relaxed answer (marginals) of "lp" / "ad3"."""
         self._check_size_x(x)
-        edges = self._get_edges(x)
-        onehot = one_hot(y, self.n_states)
-        counts = onehot[edges[:, 0]].T @ onehot[edges[:, 1]]
+        nodes, pairs = self._marginals(x, y)
+        counts = pairs.sum(axis=0)
         pair = counts.ravel() if self.directed else compress_sym(counts)
-        return np.concatenate([self._unary_part(x, y), pair])
+        return np.concatenate([self._unary_part(x, nodes), pair])
 
     def ssvm_input(self, x):
         return (self._get_features(x), self._get_edges(x))
@@ -335,20 +382,18 @@ class EdgeFeatureGraphCRF(GraphCRF):
             -1, K, K)
 
     def joint_feature(self, x, y) -> np.ndarray:
+        """phi(x, y) of a labelling y, or of a relaxed answer (marginals) of "lp" / "ad3"."""
         self._check_size_x(x)
-        K, edges = self.n_states, self._get_edges(x)
-        y = np.asarray(y).ravel()
-        pair_index = y[edges[:, 0]] * K + y[edges[:, 1]]
-        pair = np.zeros((edges.shape[0], K * K))
-        pair[np.arange(edges.shape[0]), pair_index] = 1.0
-        q = self._get_edge_features(x).T @ pair                    # (G, K * K)
+        K = self.n_states
+        nodes, pairs = self._marginals(x, y)
+        q = self._get_edge_features(x).T @ pairs.reshape(-1, K * K)   # (G, K * K)
         for g in self.symmetric_edge_features:
             m = q[g].reshape(K, K)
             q[g] = ((m + m.T) / 2).ravel()
         for g in self.antisymmetric_edge_features:
             m = q[g].reshape(K, K)
             q[g] = ((m - m.T) / 2).ravel()
-        return np.concatenate([self._unary_part(x, y), q.ravel()])
+        return np.concatenate([self._unary_part(x, nodes), q.ravel()])
 
     def ssvm_input(self, x):
         return (self._get_features(x), self._get_edges(x), self._get_edge_features(x))

@@ -20,7 +20,19 @@ class _GridInputs:
     def _get_edges(self, x):
         return make_grid_edges(x, neighborhood=self.neighborhood)
 
+    def _flat_labels(self, x, y) -> np.ndarray:
+        """y as row-major pixels; it must be (H, W) or that ravel (a transposed mask is an
+        error, not pixels with other pixels' labels)."""
+        shape = np.shape(x)[:2]
+        if np.shape(y) not in (shape, (shape[0] * shape[1],)):
+            raise ValueError(f"a labelling of shape {np.shape(y)} for an image of height and "
+                             f"width {shape}: expected {shape} or its ravel")
+        return np.asarray(y).ravel()
+
     def _shape_y(self, x, labels):
+        """Labels as an (H, W) image; relaxed node marginals as (H, W, K)."""
+        if isinstance(labels, tuple):
+            return (np.asarray(labels[0]).reshape(*np.shape(x)[:2], -1), labels[1])
         return np.asarray(labels).reshape(np.shape(x)[:2])
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
-from ssvm.compat.pystruct.inference.energy import inference_dispatch
+from ssvm.compat.pystruct.inference.inference_methods import inference_dispatch
 from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
 from ssvm.compat.pystruct.models.crf import CRF
 from ssvm_oracles import MultiLabelModel
@@ -142,12 +142,19 @@ class MultiLabelClf(CRF):
         return np.asarray(w[self.n_labels * self.n_features:]).reshape(-1, 2, 2)
 
     def joint_feature(self, x, y) -> np.ndarray:
-        y = np.asarray(y).ravel()
-        signs = 2.0 * y - 1.0
-        unary = signs[:, None] * np.asarray(x, dtype=np.float64)[None, :]
+        """phi(x, y) of labels y, or of marginals ``(label marginals (L, 2), edge marginals
+        (E, 2, 2))`` (then the signs are 2 P(y_j = 1) - 1)."""
         edges = self._edge_array()
-        pair = np.zeros((edges.shape[0], 4))
-        pair[np.arange(edges.shape[0]), 2 * y[edges[:, 0]] + y[edges[:, 1]]] = 1.0
+        if isinstance(y, tuple):
+            marginals = np.asarray(y[0], dtype=np.float64).reshape(-1, 2)
+            signs = 2.0 * marginals[:, 1] - 1.0
+            pair = np.asarray(y[1], dtype=np.float64).reshape(edges.shape[0], 4)
+        else:
+            y = np.asarray(y).ravel().astype(np.int64)
+            signs = 2.0 * y - 1.0
+            pair = np.zeros((edges.shape[0], 4))
+            pair[np.arange(edges.shape[0]), 2 * y[edges[:, 0]] + y[edges[:, 1]]] = 1.0
+        unary = signs[:, None] * np.asarray(x, dtype=np.float64)[None, :]
         return np.concatenate([unary.ravel(), pair.ravel()])
 
     def loss(self, y, y_hat) -> float:
