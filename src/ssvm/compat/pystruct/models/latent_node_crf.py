@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
+from ssvm.compat.pystruct.inference.inference_methods import inference_dispatch
+from ssvm.compat.pystruct.inference.methods import engine_method, engine_options, split_method
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.models.crf import CRF
 from ssvm.compat.pystruct.utils.inference import expand_sym
 from ssvm_oracles.latent import LatentNodeModel
 
-__all__ = ["LatentNodeCRF"]
+__all__ = ["EdgeFeatureLatentNodeCRF", "LatentNodeCRF"]
 
 
 class LatentNodeCRF(CRF):
@@ -87,10 +88,13 @@ class LatentNodeCRF(CRF):
         if self.size_joint_feature is None:
             raise ValueError("LatentNodeCRF sizes are unknown; call initialize(X, Y) first")
         return LatentNodeModel(self.n_labels, self.n_hidden_states, self.n_features,
-                               inference=engine_method(self.inference_method),
+                               inference=engine_method(self.inference_method, self.n_states),
                                class_weight=self.class_weight,
                                latent_node_features=self.latent_node_features,
-                               **engine_options(self.inference_method))
+                               **self._edge_options(), **engine_options(self.inference_method))
+
+    def _edge_options(self) -> dict:
+        return {}
 
     def _get_unary_potentials(self, x, w) -> np.ndarray:
         """(n_nodes, n_states) unary scores; states a node cannot take score -1e2 max(1,
@@ -134,11 +138,17 @@ class LatentNodeCRF(CRF):
         return float(np.sum(self.class_weight[self.label_from_latent(h)]))
 
     def inference(self, x, w, relaxed=False, return_energy=False, constraints=None):
-        """argmax_h <w, phi(x, h)> (integral; ``relaxed`` is ignored)."""
+        """argmax_h <w, phi(x, h)>; with ``relaxed`` and "lp" / "ad3", the marginals of the
+        LP relaxation of pystruct's potentials (``inference_dispatch``)."""
         if constraints:
             raise NotImplementedError("hard logic constraints need pystruct's AD3+ inference, "
                                       "which ssvm does not provide")
         self.inference_calls += 1
+        if relaxed and split_method(self.inference_method)[0] in ("lp", "ad3"):
+            return inference_dispatch(self._get_unary_potentials(x, w),
+                                      self._get_pairwise_potentials(x, w), self._get_edges(x),
+                                      self.inference_method, relaxed=True,
+                                      return_energy=return_energy)
         h = self.latent_model().predict_latent([x], np.asarray(w, dtype=np.float64))[0]
         if return_energy:
             return h, -float(np.dot(w, self.joint_feature(x, h)))
@@ -170,3 +180,54 @@ class LatentNodeCRF(CRF):
     def bind(self, X, H):
         """ssvm's oracle of the convex problem with the completions H as ground truth."""
         return self.latent_model().bind(list(X), list(H))
+
+
+class EdgeFeatureLatentNodeCRF(LatentNodeCRF):
+    """``LatentNodeCRF`` with edge features, pystruct's ``EdgeFeatureLatentNodeCRF``.
+
+    An input is ``(features, edges, edge_features (E_count, n_edge_features),
+    n_hidden)``; the pairwise part of the joint feature is one n_states x
+    n_states matrix per edge feature (``EdgeFeatureGraphCRF``'s layout over
+    all states), (anti)symmetrised for the listed features.
+
+    Parameters
+    ----------
+    n_labels : int, default 2
+    n_features : int, optional
+        None means n_labels, as in pystruct.
+    n_edge_features : int, default 1
+    n_hidden_states : int, default 2
+    inference_method, class_weight, latent_node_features :
+        As for ``LatentNodeCRF``.
+    symmetric_edge_features, antisymmetric_edge_features : list of int, optional
+    """
+
+    def __init__(self, n_labels=2, n_features=None, n_edge_features=1, n_hidden_states=2,
+                 inference_method=None, class_weight=None, latent_node_features=False,
+                 symmetric_edge_features=None, antisymmetric_edge_features=None):
+        self._record_params(locals())
+        self.n_edge_features = n_edge_features
+        self.symmetric_edge_features = list(symmetric_edge_features or [])
+        self.antisymmetric_edge_features = list(antisymmetric_edge_features or [])
+        if set(self.symmetric_edge_features) & set(self.antisymmetric_edge_features):
+            raise ValueError("symmetric_edge_features and antisymmetric_edge_features share an "
+                             "entry.")
+        super().__init__(n_labels, n_labels if n_features is None else n_features,
+                         n_hidden_states, inference_method, class_weight, latent_node_features)
+
+    def _set_size_joint_feature(self) -> None:
+        if None not in (self.n_states, self.n_features):
+            self.size_joint_feature = int(self.n_input_states * self.n_features
+                                          + self.n_edge_features * self.n_states ** 2)
+
+    def _edge_options(self) -> dict:
+        return {"n_edge_features": self.n_edge_features,
+                "symmetric_edge_features": tuple(self.symmetric_edge_features),
+                "antisymmetric_edge_features": tuple(self.antisymmetric_edge_features)}
+
+    def _get_pairwise_potentials(self, x, w) -> np.ndarray:
+        """(n_edges, n_states, n_states) pairwise scores."""
+        self._check_size_w(w)
+        engine = self.latent_model()
+        (ex,) = engine._examples([x])
+        return np.array(engine._potentials(ex, np.asarray(w, dtype=np.float64))[1])
