@@ -26,6 +26,7 @@ from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
 from ssvm_core.exceptions import NotFittedError
+from ssvm_core.latent import LatentModel, LatentSSVM
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
 from ssvm_core.oracles import BruteForceOracle, as_oracle
@@ -38,6 +39,8 @@ __version__ = _version("ssvm-core")
 __all__ = [
     "BruteForceOracle",
     "FrankWolfeSSVM",
+    "LatentModel",
+    "LatentSSVM",
     "MaxOracle",
     "NotFittedError",
     "PythonOracle",
