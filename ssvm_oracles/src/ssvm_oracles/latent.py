@@ -194,11 +194,13 @@ class LatentGraphModel(_LatentPairwise):
 
     def _examples(self, X: Sequence) -> list[Example]:
         graphs, F, E = self.base._graphs(X)
-        self._sizes = (F, E)
+        self.base._bound_sizes = (F, E)     # the sizes GraphModel.bind records for its d
         return [Example(x, g, g.nodes.shape[0]) for x, g in zip(X, graphs)]
 
     def _potentials(self, ex: Example, w: np.ndarray):
-        K, (F, E), g = self.n_states, self._sizes, ex.graph
+        K, g = self.n_states, ex.graph
+        F = g.nodes.shape[1]
+        E = None if g.edge_features is None else g.edge_features.shape[1]
         unary = np.asarray(g.nodes @ w[:K * F].reshape(K, F).T, dtype=np.float64)
         return unary, _pairwise_tables(self.base, g, w[K * F:], E)
 
@@ -385,7 +387,7 @@ class LatentNodeModel(_LatentPairwise):
             inputs.append((features, edges) if size == 3 else (features, edges, x[2]))
             visible.append(n_visible)
         graphs, F, _ = self.base._graphs(inputs)
-        self._F = F
+        self._F = F                          # d of a model built without n_features
         return [Example(x, g, nv) for x, g, nv in zip(X, graphs, visible)]
 
     def _node_states(self, ex: Example) -> np.ndarray:
@@ -409,7 +411,7 @@ class LatentNodeModel(_LatentPairwise):
         return labels
 
     def _potentials(self, ex: Example, w: np.ndarray):
-        K, F, R = self.n_states, self._F, self._unary_rows
+        K, F, R = self.n_states, ex.graph.nodes.shape[1], self._unary_rows
         unary = np.zeros((ex.graph.nodes.shape[0], K))
         unary[:, :R] = np.asarray(ex.graph.nodes @ w[:R * F].reshape(R, F).T)
         return unary, _pairwise_tables(self.base, ex.graph, w[R * F:], self.n_edge_features)
@@ -421,7 +423,7 @@ class LatentNodeModel(_LatentPairwise):
         graph = (g.nodes, g.edges) if g.edge_features is None else (g.nodes, g.edges,
                                                                       g.edge_features)
         full = self.base.joint_feature(graph, h)
-        F = self._F
+        F = ex.graph.nodes.shape[1]
         return np.concatenate([full[:self._unary_rows * F], full[self.n_states * F:]])
 
     def init_latent(self, X: Sequence, Y: Sequence) -> list:
