@@ -28,6 +28,7 @@ from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
 from ssvm_core.exceptions import ConvergenceWarning, ModelFileError, NotFittedError
+from ssvm_core.latent import LatentModel, LatentSSVM
 from ssvm_core.model_io import load_model, save_model
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
@@ -42,6 +43,8 @@ __all__ = [
     "BruteForceOracle",
     "ConvergenceWarning",
     "FrankWolfeSSVM",
+    "LatentModel",
+    "LatentSSVM",
     "MaxOracle",
     "ModelFileError",
     "NotFittedError",

@@ -2,13 +2,10 @@
 
 from ssvm.compat.pystruct.learners.cutting_plane import NSlackSSVM, OneSlackSSVM
 from ssvm.compat.pystruct.learners.frankwolfe import FrankWolfeSSVM
+from ssvm.compat.pystruct.learners.latent import LatentSSVM, SubgradientLatentSSVM
 from ssvm.compat.pystruct.learners.subgradient import SubgradientSSVM
 
 _UNSUPPORTED = {
-    "LatentSSVM": "latent-variable models are not supported by ssvm; train a fully "
-                  "observed model with FrankWolfeSSVM",
-    "SubgradientLatentSSVM": "latent-variable models are not supported by ssvm; train a fully "
-                             "observed model with SubgradientSSVM",
     "StructuredPerceptron": "the structured perceptron is not provided; use FrankWolfeSSVM "
                             "(certified) or SubgradientSSVM",
     "PrimalDSStructuredSVM": "the downhill-simplex learner is not provided; use "
@@ -23,3 +20,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["FrankWolfeSSVM", "NSlackSSVM", "OneSlackSSVM", "SubgradientSSVM"]
+__all__ += ["LatentSSVM", "SubgradientLatentSSVM"]
