@@ -28,7 +28,7 @@ from ssvm_core import (
 from ssvm_core.convergence import BUDGET_STATUSES, budget_message, certified_suffix
 from ssvm_core.files import FolderGeneration, check_new_folder, free_folder, save_json
 from ssvm_core.options import BY_NAME, OPTIONS, ORDER_SAMPLINGS, Boolean, Choice, validate
-from ssvm_core.validation import check_lam
+from ssvm_core.validation import BLOCK_STORAGES, check_lam
 
 DEFAULT_DATASET = "default"
 RUNS = Path("runs")
@@ -73,6 +73,18 @@ def _not_found(row: dict, data_home) -> str:
     unset = "" if ssvm_data.data_home(data_home) is not None else "; $SSVM_DATA_HOME is not set"
     return (f"data set {row['name']} not found (searched {', '.join(row['searched'])}{unset}); "
             "run `ssvm datasets` to see how to get it")
+
+
+def _model(dataset: str, Y, Y_test, blocks: str):
+    """The registry's model of ``dataset`` with the block storage ``--blocks`` asks for."""
+    model = ssvm_data.model_for(dataset, Y, Y_test)
+    if blocks == "auto":
+        return model
+    if "blocks" not in model.get_params():
+        if blocks == "dense":
+            return model
+        raise ValueError(f"--blocks {blocks}: {type(model).__name__} keeps dense blocks only")
+    return model.set_params(blocks=blocks)
 
 
 def _load(dataset: str, args: argparse.Namespace):
@@ -196,7 +208,7 @@ def _train(args: argparse.Namespace) -> int:
     plan = _check_train(args, args.parser)
     dataset, state, earlier = plan["dataset"], plan["state"], plan["earlier"]
     X, Y, X_test, Y_test = _load(dataset, args)
-    model = ssvm_data.model_for(dataset, Y, Y_test)
+    model = _model(dataset, Y, Y_test, args.blocks)
     print(f"ssvm train: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, solver {args.solver}, output {plan['out']}/")
 
@@ -358,7 +370,7 @@ def _path(args: argparse.Namespace) -> int:
     kind = "heuristic-path" if args.heuristic else "path"
     out_target = _output_folder(args, f"{dataset}-{kind}")
     X, Y, X_test, Y_test = _load(dataset, args)
-    model = ssvm_data.model_for(dataset, Y, Y_test)
+    model = _model(dataset, Y, Y_test, args.blocks)
     print(f"ssvm path: {dataset} ({len(X)} train / {len(X_test)} test examples), "
           f"{type(model).__name__}, eps {args.eps}, step {args.step}, sampling {args.sampling}"
           f"{', cache' if not args.no_cache else ''}, output {out_target}/")
@@ -489,7 +501,7 @@ def _add_solver_options(parser: argparse.ArgumentParser, names, defaults=None,
 
 
 def _add_common(parser: argparse.ArgumentParser, names: list[str], what: str) -> None:
-    """--dataset, --data-home, --seed, --out and --overwrite."""
+    """--dataset, --data-home, --seed, --blocks, --out and --overwrite."""
     parser.add_argument("--dataset", default=DEFAULT_DATASET, choices=names, metavar="NAME",
                         help=_help(f"The data set, one of {', '.join(names)} ('ssvm datasets' "
                                    "describes them); 'default' is ocr-small if its file is "
@@ -500,6 +512,12 @@ def _add_common(parser: argparse.ArgumentParser, names: list[str], what: str) ->
     parser.add_argument("--seed", type=int, default=0,
                         help=_help("Seed of the synthetic data and of the solver's block "
                                    "sampling.", 0))
+    parser.add_argument("--blocks", choices=BLOCK_STORAGES, default="auto",
+                        help=_help("How the solver keeps each example's dual vector: "
+                                   "compact (a few coordinates in the model's block basis), "
+                                   "sparse (the features the example touches) or dense (all "
+                                   "d features); auto is compact for every model that offers "
+                                   "a basis, else dense.", "auto"))
     parser.add_argument("--out", default=None, metavar="FOLDER",
                         help=_help("Output folder; an existing one that holds files is "
                                    "replaced only with --overwrite.",
