@@ -27,9 +27,12 @@ def test_train_writes_history_model_and_state_and_resumes(tmp_path, capsys):
     assert model.n_passes_ == 4 and model.status_ == "max_passes"
     state = SolverState.load(out / "state.npz")
     assert state.passes == 4
-    # Resuming continues the same dual iterate for a fresh budget of passes.
-    assert main(args + ["--resume", str(out / "state.npz")]) == 0
+    # Resuming continues the same dual iterate for a fresh budget of passes, and the
+    # history (rewritten in place with --overwrite) holds all of them.
+    assert main(args + ["--resume", str(out / "state.npz"), "--overwrite"]) == 0
     assert SolverState.load(out / "state.npz").passes == 8
+    resumed = json.loads((out / "history.json").read_text())
+    assert [r["pass"] for r in resumed["history"]] == list(range(9))
     assert "status max_passes" in capsys.readouterr().out
 
 
@@ -74,3 +77,20 @@ def test_train_on_conll_small(tmp_path):
     assert not state.dense_blocks and state.block_values.size < 0.05 * 1000 * state.n_features
     gaps = [r["gap_avg"] for r in report["history"] if r["gap_avg"] is not None]
     assert len(gaps) == 3 and gaps[0] == pytest.approx(1.0) and gaps[-1] < gaps[0]
+
+
+def test_train_blocks_picks_the_storage(tmp_path):
+    """--blocks sets the registry model's storage; compact (auto) and dense reach the
+    same gap up to rounding, and a model without a basis refuses compact."""
+    base = ["train", "--dataset", "synthetic-multiclass", "--max-passes", "3", "--quiet"]
+    for blocks in ("auto", "dense"):
+        assert main(base + ["--blocks", blocks, "--out", str(tmp_path / blocks)]) == 0
+    storages = {b: SolverState.load(tmp_path / b / "state.npz").block_storage
+                for b in ("auto", "dense")}
+    assert storages == {"auto": "compact", "dense": "dense"}
+    gaps = [json.loads((tmp_path / b / "history.json").read_text())["summary"]["gap"]
+            for b in ("auto", "dense")]
+    assert gaps[0] == pytest.approx(gaps[1], rel=1e-9)
+    assert main(["train", "--dataset", "synthetic-lsp", "--max-passes", "1", "--quiet",
+                 "--blocks", "compact", "--out", str(tmp_path / "pose")]) == 2
+    assert not (tmp_path / "pose").exists()

@@ -69,8 +69,9 @@ def test_unwritable_output_folder_fails_before_any_work(tmp_path, capsys, no_dat
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        assert main(TRAIN + ["--out", str(locked)]) == 2
+        assert main(TRAIN + ["--out", str(locked / "run")]) == 2
         one_line_error(capsys, "cannot write in output folder", str(locked))
+        assert not any(locked.iterdir())
     finally:
         locked.chmod(0o700)
 
@@ -88,6 +89,7 @@ def test_outputs_are_replaced_atomically(tmp_path, capsys, monkeypatch):
     """A write that dies half-way leaves the previous file of that name whole."""
     out = tmp_path / "run"
     assert main(TRAIN + ["--out", str(out), "--tol", "0"]) == 0
+
     def half_dump(obj, f, **kwargs):
         f.write('{"config": ')
         raise OSError(5, "Input/output error")
@@ -97,11 +99,13 @@ def test_outputs_are_replaced_atomically(tmp_path, capsys, monkeypatch):
         before = (out / victim).read_bytes()
         with monkeypatch.context() as m:
             m.setattr(module, name, patch)
-            assert main(TRAIN + ["--out", str(out), "--max-passes", "4"]) == 2
+            assert main(TRAIN + ["--out", str(out), "--max-passes", "4", "--overwrite"]) == 2
             one_line_error(capsys, "Input/output error")
         assert (out / victim).read_bytes() == before, victim
         assert sorted(p.name for p in out.iterdir()) == ["history.json", "model.npz",
-                                                           "state.npz"]     # no temp files
+                                                           "state.npz", "train.png"]
+        assert [p.name for p in tmp_path.iterdir()] == ["run"]      # no temporary folders
+    assert main(TRAIN + ["--out", str(out), "--max-passes", "4", "--overwrite"]) == 0
     assert np.load(out / "model.npz")["w"].ndim == 1
     assert json.loads((out / "history.json").read_text())["summary"]["passes"] == 4
 
@@ -119,13 +123,15 @@ def test_path_outputs_are_atomic_and_the_plot_format_is_explicit(tmp_path, monke
 
     def half_savefig(self, fname, **kwargs):
         real_savefig(self, fname, **kwargs)
-        fname.truncate(10)
+        with open(fname, "r+b") as f:
+            f.truncate(10)
         raise OSError(5, "Input/output error")
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", half_savefig)
-    assert main(PATH + ["--out", str(out)]) == 2
+    assert main(PATH + ["--out", str(out), "--overwrite"]) == 2
     assert (out / "path.png").read_bytes() == png
     assert sorted(p.name for p in out.iterdir()) == ["path.json", "path.npz", "path.png"]
+    assert [p.name for p in tmp_path.iterdir()] == ["path"]          # no temporary folders
     monkeypatch.undo()
     path = RegularizationPath.load(out / "path.npz")
     npz = (out / "path.npz").read_bytes()
@@ -154,13 +160,14 @@ def test_resume_continues_at_the_state_lambda_unless_lam_is_given(tmp_path, caps
     assert main(TRAIN + ["--out", str(out), "--lam", "0.05", "--tol", "0"]) == 0
     state = str(out / "state.npz")
     assert SolverState.load(state).lam == 0.05
-    assert main(TRAIN + ["--out", str(out), "--resume", state, "--tol", "0"]) == 0
+    assert main(TRAIN + ["--out", str(out), "--resume", state, "--tol", "0",
+                         "--overwrite"]) == 0
     summary = json.loads((out / "history.json").read_text())["summary"]
     assert summary["lam"] == 0.05 and summary["passes"] == 4
     assert SolverState.load(state).lam == 0.05
     # An explicit --lam rescales the dual to it, as before.
     assert main(TRAIN + ["--out", str(out), "--resume", state, "--lam", "0.02",
-                         "--tol", "0"]) == 0
+                         "--tol", "0", "--overwrite"]) == 0
     assert json.loads((out / "history.json").read_text())["summary"]["lam"] == 0.02
     assert SolverState.load(state).lam == 0.02
 

@@ -31,6 +31,8 @@ def test_path_command_writes_json_npz_and_png(tmp_path, capsys, extra):
     assert f"status {path.status}" in printed
 
 
-def test_path_command_rejects_bad_eps(capsys):
+def test_path_command_rejects_bad_eps(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)        # the default output folder is relative: runs/...
     assert main(["path", "--dataset", "synthetic-multiclass", "--eps", "0"]) == 2
     assert "eps must be" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

@@ -308,10 +308,8 @@ def test_clear_errors():
         GraphCRF(inference_method="trw")
     with pytest.raises(ValueError, match="must name one of"):
         GraphCRF(inference_method=("ogm", {"alg": "magic"}))
-    with pytest.raises(NotImplementedError, match="latent"):
-        from ssvm.compat.pystruct.models import LatentGraphCRF  # noqa: F401
-    with pytest.raises(NotImplementedError, match="latent"):
-        from ssvm.compat.pystruct.learners import LatentSSVM  # noqa: F401
+    with pytest.raises(NotImplementedError, match="NodeTypeEdgeFeatureGraphCRF"):
+        from ssvm.compat.pystruct.models import TypedCRF  # noqa: F401
     with pytest.raises(NotImplementedError, match="class_weight"):
         MultiClassClf(rescale_C=True)
     with pytest.raises(ValueError, match="sample_method"):

@@ -43,9 +43,9 @@ import numpy as np
 import ssvm_core
 assert "ssvm_oracles" not in sys.modules and "model_cases" not in sys.modules
 names, folder, tests = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+sys.path.insert(0, tests)               # model_cases: a trusted module of one file's model
 loaded = {n: ssvm_core.load_model(f"{folder}/{n}.npz", trusted_modules=["model_cases"])
           for n in names}
-sys.path.insert(0, tests)
 from model_cases import CASES
 from ssvm.use import write_predictions
 for name, est in loaded.items():

@@ -17,18 +17,12 @@ import pytest
 #: folders of pystruct/tests that are run
 FOLDERS = ("test_inference", "test_learners", "test_models", "test_utils")
 #: files left out, with the reason
-EXCLUDED = {
-    "test_learners/test_latent_node_crf_learning.py": "latent models (issue 22, item 3)",
-    "test_learners/test_latent_svm.py": "latent models (issue 22, item 3)",
-    "test_learners/test_subgradient_latent_svm.py": "latent models (issue 22, item 3)",
-    "test_models/test_latent_crf.py": "latent models (issue 22, item 3)",
-    "test_models/test_latent_node_crf.py": "latent models (issue 22, item 3)",
-}
+EXCLUDED: dict[str, str] = {}
 #: how many upstream tests FOLDERS minus EXCLUDED hold in pystruct 0.3.2
-N_EXPECTED = 116
+N_EXPECTED = 148
 
 #: reasons shared by several entries of XFAIL
-TYPED = "NodeTypeEdgeFeatureGraphCRF is not provided (issue 22, item 4)"
+LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
 REPELLENT = ("negativity_constraint=[4, 5, 6] still allows repellent potentials (negative "
              "w00 and w11 penalise agreeing neighbours): ssvm's learner finds w00 = -2.35, "
              "w11 = -2.59 and predicts the checkerboard exactly (score 1.0), where the test "
@@ -47,6 +41,23 @@ XFAIL: dict[str, dict[str, str]] = {
         "test_class_weights_rescale_C":
             "pystruct 0.3.2 skips it itself ('class weight test needs update')",
     },
+    "test_learners/test_latent_node_crf_learning.py": {
+        "test_binary_blocks_cutting_plane_latent_node":
+            "NSlackSSVM(max_iter=20) stops far above its tolerance on both the GraphCRF and the "
+            "LatentNodeCRF problem, and the two uncertified weights differ " + LEARNER[3:],
+    },
+    "test_learners/test_latent_svm.py": {
+        "test_with_crosses_base_svms":
+            "the inner NSlackSSVM stops at max_iter=100 passes above its tolerance, and the "
+            "SubgradientSSVM base misses 3 pixels " + LEARNER[3:],
+        "test_switch_to_ad3": SWITCH_TO_AD3,
+    },
+    "test_learners/test_subgradient_latent_svm.py": {
+        "test_directional_bars":
+            "pystruct calls it 'very fragile': 75 subgradient passes from a random w, with "
+            "approximate decoding on the grid (loopy max-product / alpha-expansion here, AD3 "
+            "there), end 5 pixels off",
+    },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,
         "test_switch_to_ad3": SWITCH_TO_AD3,
@@ -56,20 +67,6 @@ XFAIL: dict[str, dict[str, str]] = {
         "test_one_slack_constraint_caching": CACHE_INTERNALS,
         "test_one_slack_repellent_potentials": REPELLENT,
         "test_switch_to_ad3": SWITCH_TO_AD3,
-    },
-    "test_models/test_node_type_edge_feature_graph_crf.py": {
-        "test_checks": TYPED,
-        "test_energy_continuous": TYPED,
-        "test_energy_discrete": TYPED,
-        "test_flatten_unflattenY": TYPED,
-        "test_inference_ad3": TYPED,
-        "test_inference_ad3plus": TYPED,
-        "test_joint_feature": TYPED,
-        "test_joint_feature2": TYPED,
-        "test_joint_feature3": TYPED,
-        "test_joint_feature_continuous": TYPED,
-        "test_joint_feature_discrete": TYPED,
-        "test_unary_potentials": TYPED,
     },
 }
 

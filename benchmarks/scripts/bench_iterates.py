@@ -65,7 +65,7 @@ def load(name: str, data_home):
         X, Y, Xt, Yt = ssvm_data.load_conll2000("full", data_home=data_home, download=False)
         n_states = len(CHUNK_TAGS)
     # compact blocks: the same iterates as dense storage, less memory and time
-    return ChainModel(n_states, compact_blocks=True), X, Y, Xt, Yt
+    return ChainModel(n_states, blocks="compact"), X, Y, Xt, Yt
 
 
 def run(model, oracle, X_test, Y_test, lam: float, step: str, seed: int, stages) -> list[dict]:

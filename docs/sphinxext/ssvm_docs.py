@@ -32,6 +32,7 @@ CITATIONS = {
     "Huang2017": Citation("Huang et al. (2017)", "ref-huang-2017"),
     "Branson2013": Citation("Branson et al. (2013)", "ref-branson-2013"),
     "Wang2016": Citation("Wang et al. (2016)", "ref-wang-2016"),
+    "YuJoachims2009": Citation("Yu & Joachims (2009)", "ref-yu-joachims-2009"),
 }
 
 # A plain-text author-year citation, as docstrings write them.

@@ -63,7 +63,7 @@ def add_commands(sub) -> None:
                     "for multiclass data.")
     _add_common(evaluate)
     evaluate.add_argument("--json", default=None, metavar="FILE",
-                          help="Also write the metrics to this JSON file (default: none).")
+                          help="Also write the metrics to this JSON file. Default: none.")
     evaluate.set_defaults(func=evaluate_command)
 
     predict = sub.add_parser(
@@ -87,7 +87,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                         help="The registry data set to read (one of: " + ", ".join(names)
                              + "). Default: the data set recorded in the model file.")
     parser.add_argument("--split", default=None, choices=["train", "test"],
-                        help="Which part of the data set to use (default: test).")
+                        help="Which part of the data set to use. Default: test.")
     parser.add_argument("--input", default=None, metavar="FILE",
                         help="Read the examples from this file instead of the registry split: "
                              "for OCR data sets a letters.npz, letter.data[.gz] or "
@@ -95,15 +95,15 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
                              "a CoNLL-2000 text file (word POS chunk per line), given the "
                              "attributes of the data set's training sentences. Default: none.")
     parser.add_argument("--data-home", default=None, metavar="DIR",
-                        help="The folder holding the real data sets (default: "
-                             "$SSVM_DATA_HOME).")
+                        help="The folder holding the real data sets. Default: "
+                             "$SSVM_DATA_HOME.")
     parser.add_argument("--seed", type=int, default=None,
                         help="The seed of a synthetic data set. Default: the seed recorded "
                              "in the model file, else 0.")
     parser.add_argument("--trust", action="append", default=[], metavar="MODULE",
                         help="Also import model classes and functions from this module when "
-                             "loading the model (repeatable; default: only the ssvm "
-                             "packages).")
+                             "loading the model; repeatable. Default: only the ssvm "
+                             "packages.")
 
 
 def evaluate_command(args: argparse.Namespace) -> int:

@@ -556,3 +556,18 @@ def test_perm_sampling_visits_every_block_once_per_pass():
     for p in range(4):
         assert sorted(steps[p * n:(p + 1) * n]) == list(range(n))
     assert visits[:n] == list(range(n)) and visits[-n:] == list(range(n))
+
+
+def test_sigterm_stops_like_ctrl_c():
+    """``timeout``, SLURM and ``docker stop`` send SIGTERM: the model is kept."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def callback(rec):
+        if rec["pass"] == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    with pytest.warns(RuntimeWarning, match="interrupted by SIGTERM"):
+        result = solve(multiclass(), 0.05, tol=0, max_passes=50, random_state=3,
+                       callback=callback)
+    assert result.status == "interrupted" and result.state.passes == 3
+    assert {s: signal.getsignal(s) for s in handlers} == handlers

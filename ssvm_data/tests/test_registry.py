@@ -36,8 +36,11 @@ def test_names_and_keys():
     datasets = ssvm_data.available_datasets()
     assert [d["name"] for d in datasets] == NAMES
     for d in datasets:
-        assert set(d) == {"name", "kind", "available", "path", "description"}
+        assert set(d) == {"name", "kind", "available", "path", "searched", "source",
+                          "description"}
         assert d["kind"] in ("real", "synthetic") and d["description"]
+        # real data sets say where they were looked for and how to get them
+        assert bool(d["searched"]) == bool(d["source"]) == (d["kind"] == "real")
 
 
 def test_real_datasets_unavailable_without_files(tmp_path):

@@ -22,11 +22,11 @@ def _data(seed=0, n=10):
 
 
 def _compact(X, Y):
-    return ChainModel(3, compact_blocks=True).bind(X, Y)
+    return ChainModel(3, blocks="compact").bind(X, Y)
 
 
 def _dense(X, Y):
-    return ChainModel(3, sparse_blocks=False).bind(X, Y)
+    return ChainModel(3, blocks="dense").bind(X, Y)
 
 
 WRAPPERS = {

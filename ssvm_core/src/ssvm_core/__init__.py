@@ -27,7 +27,8 @@ True
 from importlib.metadata import version as _version
 
 from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
-from ssvm_core.exceptions import ModelFileError, NotFittedError
+from ssvm_core.exceptions import ConvergenceWarning, ModelFileError, NotFittedError
+from ssvm_core.latent import LatentModel, LatentSSVM
 from ssvm_core.model_io import load_model, save_model
 from ssvm_core.models import StructuredModel
 from ssvm_core.objectives import dual_objective, duality_gap, primal_objective
@@ -40,7 +41,10 @@ __version__ = _version("ssvm-core")
 
 __all__ = [
     "BruteForceOracle",
+    "ConvergenceWarning",
     "FrankWolfeSSVM",
+    "LatentModel",
+    "LatentSSVM",
     "MaxOracle",
     "ModelFileError",
     "NotFittedError",

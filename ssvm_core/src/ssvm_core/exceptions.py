@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ModelFileError", "NotFittedError"]
+__all__ = ["ConvergenceWarning", "ModelFileError", "NotFittedError"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -12,6 +12,18 @@ class NotFittedError(ValueError, AttributeError):
     scikit-learn's ``sklearn.exceptions.NotFittedError``, so that code
     catching either keeps working; scikit-learn is not needed to raise or
     catch it.
+    """
+
+
+class ConvergenceWarning(UserWarning):
+    """A solver stopped on a budget before its certified gap reached ``tol``.
+
+    Named as scikit-learn's ``sklearn.exceptions.ConvergenceWarning`` (filter
+    it the same way), but a plain ``UserWarning`` subclass so that
+    scikit-learn is not needed: ``warnings.simplefilter("ignore",
+    ConvergenceWarning)`` silences it.  The message names the gap reached,
+    ``tol`` and an estimate of the passes still needed
+    (``ssvm_core.convergence.passes_to_tol``).
     """
 
 

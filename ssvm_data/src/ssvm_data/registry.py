@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ssvm_data import synthetic
+from ssvm_data import _io, conll, ocr, synthetic
 from ssvm_data.conll import CHUNK_TAGS, find_conll_files, load_conll2000
 from ssvm_data.lsp import POSE_TREE_PARENTS, SCALE_PARTS
 from ssvm_data.ocr import find_ocr_file, load_ocr
@@ -95,6 +95,8 @@ class _Dataset(NamedTuple):
     load: Callable[[Any, Any], tuple]  # (data_home, random_state) -> X, Y, X_test, Y_test
     model: ModelSpec  # the structured model it is trained with
     find: Callable[[Any], str | None] | None = None  # real data: data_home -> local file
+    search: Callable[[Any], list[str]] | None = None  # real data: data_home -> folders searched
+    source: str = ""  # real data: how to get it
 
 
 def _ocr_file(data_home) -> str | None:
@@ -105,6 +107,22 @@ def _ocr_file(data_home) -> str | None:
 def _conll_folder(data_home) -> str | None:
     found = find_conll_files(data_home=data_home)
     return None if found is None else str(found["train"].parent)
+
+
+def _ocr_search(data_home) -> list[str]:
+    return [str(folder) for folder in ocr.search_folders(data_home)]
+
+
+def _conll_search(data_home) -> list[str]:
+    return [str(folder) for folder in conll.search_folders(data_home)]
+
+
+_HOME = f"${_io.DATA_HOME_ENV}"
+_OCR_SOURCE = (f"downloaded on first use from {ocr.OCR_URL} (unless ${_io.OFFLINE_ENV} is set), "
+               f"or put letter.data.gz or letters.npz into {_HOME}/ocr/")
+_CONLL_SOURCE = (f"downloaded on first use from {conll.CONLL_URLS['train']} and test.txt.gz "
+                 f"beside it (unless ${_io.OFFLINE_ENV} is set), or put train.txt.gz and "
+                 f"test.txt.gz into {_HOME}/conll2000/")
 
 
 def _synthetic_split(generator: Callable, n_train: int, n_test: int, **kwargs) -> Callable:
@@ -128,22 +146,22 @@ _DATASETS = {
         "real", "Taskar's OCR words, split 'small': train on fold 0 (626 words), "
         "test on folds 1-9 (6,251 words)",
         lambda data_home, random_state: load_ocr("small", data_home=data_home), _OCR_MODEL,
-        _ocr_file),
+        _ocr_file, _ocr_search, _OCR_SOURCE),
     "ocr-large": _Dataset(
         "real", "Taskar's OCR words, split 'large': train on folds 1-9 (6,251 words), "
         "test on fold 0 (626 words)",
         lambda data_home, random_state: load_ocr("large", data_home=data_home), _OCR_MODEL,
-        _ocr_file),
+        _ocr_file, _ocr_search, _OCR_SOURCE),
     "conll": _Dataset(
         "real", "CoNLL-2000 chunking, CRFsuite attributes: train on 8,936 sentences, "
         "test on 2,012 (23 chunk tags)",
         lambda data_home, random_state: load_conll2000("full", data_home=data_home),
-        _CONLL_MODEL, _conll_folder),
+        _CONLL_MODEL, _conll_folder, _conll_search, _CONLL_SOURCE),
     "conll-small": _Dataset(
         "real", "CoNLL-2000 chunking, first 1,000 training sentences (attributes from "
         "them), test on 2,012",
         lambda data_home, random_state: load_conll2000("small", data_home=data_home),
-        _CONLL_MODEL, _conll_folder),
+        _CONLL_MODEL, _conll_folder, _conll_search, _CONLL_SOURCE),
     "synthetic-ocr": _Dataset(
         "synthetic", "OCR-like noisy glyph words with letter bigrams "
         "(synthetic.ocr_like), 600 train and 200 test words",
@@ -240,8 +258,10 @@ def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]
         One dict per data set with keys ``name``, ``kind`` (``"real"`` or
         ``"synthetic"``), ``available`` (real data sets: a file was found locally,
         without downloading; synthetic ones: always True), ``path`` (the file that
-        would be read, for CoNLL the folder of its two files, as a str, or None) and
-        ``description``.
+        would be read, for CoNLL the folder of its two files, as a str, or None),
+        ``searched`` (real data sets: the folders searched, in order; synthetic
+        ones: empty), ``source`` (real data sets: how to get the files; synthetic
+        ones: empty) and ``description``.
 
     Examples
     --------
@@ -258,6 +278,8 @@ def available_datasets(data_home: str | os.PathLike | None = None) -> list[dict]
             "kind": dataset.kind,
             "available": dataset.kind == "synthetic" or path is not None,
             "path": path,
+            "searched": dataset.search(data_home) if dataset.search is not None else [],
+            "source": dataset.source,
             "description": dataset.description,
         })
     return out

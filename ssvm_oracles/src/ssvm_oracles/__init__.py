@@ -21,10 +21,13 @@ from ssvm_oracles.graphcut import (
     NonSubmodularError,
     PyMaxflowOracle,
 )
+from ssvm_oracles.latent import LatentGraphModel, LatentGridModel, LatentNodeModel
 from ssvm_oracles.matching import MatchingInput, MatchingModel
 from ssvm_oracles.multiclass import MulticlassModel
 from ssvm_oracles.multilabel import BinaryModel, MultiLabelModel
 from ssvm_oracles.pose import PoseModel, PoseOracle
+from ssvm_oracles.potentials import decode_potentials
+from ssvm_oracles.typed import TypedGraphModel
 
 __version__ = _version("ssvm-oracles")
 
@@ -35,3 +38,5 @@ __all__ = [
     "MultiLabelModel", "MulticlassModel", "MulticlassOracle", "NonSubmodularError",
     "PoseModel", "PoseOracle", "ProductOracle", "PyMaxflowOracle", "__version__",
 ]
+__all__ += ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "TypedGraphModel",
+            "decode_potentials"]

@@ -26,11 +26,12 @@ from ssvm_oracles._graphs import (
     as_example_list,
     check_graph,
     check_graph_labels,
+    forest_order,
     pack_graphs,
 )
 
 __all__ = ["EDGE_ATTRIBUTE", "INFERENCE", "GraphModel", "GridModel", "compress_symmetric",
-           "expand_symmetric", "grid_edges"]
+           "expand_symmetric", "forest_order", "grid_edges"]
 
 
 def compress_symmetric(matrix: np.ndarray) -> np.ndarray:

