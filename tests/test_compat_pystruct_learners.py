@@ -220,7 +220,8 @@ def test_plot_learning_draws_the_recorded_curves(monkeypatch):
     X, Y = multiclass_data()
     svm = FrankWolfeSSVM(MultiClassClf(), C=1.0, max_iter=40, tol=0, check_dual_every=5,
                          show_loss_every=10)
-    with pytest.warns(ConvergenceWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)   # tol = 0: all passes, no warning
         svm.fit(X, Y)
     fig = plot_learning(svm, time=False)
     objective_axes, loss_axes = fig.axes
