@@ -43,14 +43,15 @@ XFAIL: dict[str, dict[str, str]] = {
     },
     "test_learners/test_latent_node_crf_learning.py": {
         "test_binary_blocks_cutting_plane_latent_node":
-            "NSlackSSVM(max_iter=20) stops far above its tolerance on both the GraphCRF and the "
-            "LatentNodeCRF problem, and the two uncertified weights differ " + LEARNER[3:],
+            "compares the weights of two NSlackSSVM runs (GraphCRF, and LatentNodeCRF without "
+            "hidden states) to 6 decimals: both stop certified at gap / (C n) <= tol, not at "
+            "pystruct's exact QP optimum, and C n = 300 leaves the weights apart (1.57 and "
+            "0.87 in the first entry) " + LEARNER[3:],
     },
     "test_learners/test_latent_svm.py": {
         "test_with_crosses_base_svms":
-            "the inner NSlackSSVM stops at max_iter=100 passes above its tolerance, and the "
-            "SubgradientSSVM base misses 3 pixels " + LEARNER[3:],
-        "test_switch_to_ad3": SWITCH_TO_AD3,
+            "the OneSlackSSVM and NSlackSSVM bases predict every pixel; the SubgradientSSVM "
+            "base (400 passes, no certificate) misses 3 pixels " + LEARNER[3:],
     },
     "test_learners/test_subgradient_latent_svm.py": {
         "test_directional_bars":
