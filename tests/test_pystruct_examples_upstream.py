@@ -42,8 +42,8 @@ PUBLISHED = {
 SLOW = {
     "multi_class_svm.py": "24 s (SubgradientSSVM's 1000 passes over 1347 digits in Python)",
     "plot_grid_crf.py": "30 s (OneSlackSSVM, C=100, to tol on a loopy grid)",
-    "plot_snakes.py": "164 s (two OneSlackSSVM fits on 200 snakes; pystruct: 5-20 minutes)",
-    "plot_snakes_typed.py": "158 s (typed CRF on the snakes)",
+    "plot_snakes.py": "164-179 s (two OneSlackSSVM fits on 200 snakes; pystruct: 5-20 min)",
+    "plot_snakes_typed.py": "62-158 s (typed CRFs on the snakes)",
     "plot_latent_svm_as_crf.py": "15 s (LatentSSVM on digits)",
 }
 
