@@ -21,8 +21,6 @@ of L F: A_i^T w holds the label scores s_l that solve computes anyway, and
 ||A_i e||^2 = ||x_i||^2 ||e||^2.
 """
 
-cimport cython
-
 import numpy as np
 
 from ssvm_core._oracle cimport Corner, MaxOracle

@@ -314,7 +314,8 @@ def _final_line(args: argparse.Namespace, svm, summary: dict, history: list[dict
             f"test score {summary['test_score']:.4f} ({summary['fit_seconds']:.1f} s)")
     if (isinstance(svm, FrankWolfeSSVM) and svm.status_ in BUDGET_STATUSES and args.tol > 0
             and svm.gap_ > args.tol):
-        message = budget_message(svm.status_, svm.n_passes_, svm.gap_, args.tol, history)
+        message = budget_message(svm.status_, svm.n_passes_, svm.gap_, args.tol, history,
+                                 svm.certified_)
         line += "\nnot converged: " + message.replace("Resume from the state",
                                                       "Resume with --resume")
     return line

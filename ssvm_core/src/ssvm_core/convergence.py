@@ -96,7 +96,7 @@ def passes_to_tol(history: list[dict], tol: float) -> RemainingEstimate | None:
 
 
 def budget_message(status: str, passes: int, gap: float, tol: float,
-                   history: list[dict]) -> str:
+                   history: list[dict], certified: bool = True) -> str:
     """The sentence a budget stop above ``tol`` reports (warning and command line).
 
     Parameters
@@ -111,9 +111,14 @@ def budget_message(status: str, passes: int, gap: float, tol: float,
         The target.
     history : list of dict
         The records the estimate is fitted to (see :func:`passes_to_tol`).
+    certified : bool, default True
+        Whether the gap is a certificate (False for an approximate oracle, whose
+        gap is an estimate).
     """
-    text = (f"the solver stopped on {status} after {passes} passes with certified duality "
-            f"gap {gap:.4g} > tol {tol:g}")
+    kind = "certified duality gap" if certified else "duality gap (an estimate: the oracle " \
+        "is approximate)"
+    text = f"the solver stopped on {status} after {passes} passes with {kind} {gap:.4g} > " \
+        f"tol {tol:g}"
     estimate = passes_to_tol(history, tol)
     if estimate is None:
         return text + "; too few gap checks to estimate the passes still needed."

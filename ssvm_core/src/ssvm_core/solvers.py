@@ -164,7 +164,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     w = state.averaged_w() if run.iterate == "average" else state.w.copy()
     gap = run.gap if run.gap_is_current else math.nan
     if status in BUDGET_STATUSES and tol > 0 and gap > tol:
-        warnings.warn(budget_message(status, state.passes, gap, tol, run.history),
+        warnings.warn(budget_message(status, state.passes, gap, tol, run.history, exact),
                       ConvergenceWarning, stacklevel=2)
     return SolveResult(w=w, gap=gap, state=state, history=run.history, status=status,
                        certified=exact, iterate=run.iterate)

@@ -299,7 +299,6 @@ cdef enum:
 GRAM_MAX_TOKENS = _GRAM_MAX_TOKENS
 
 
-
 cdef inline intp_t _token_of(intp_t c, intp_t K, intp_t t) noexcept nogil:
     """The token of token-label coordinate c = t' K + k, searching up from token t
     (t <= t'): sparse coordinates come in increasing order, so a sweep stays O(T + nnz)."""
@@ -547,9 +546,10 @@ cdef class ChainOracle(MaxOracle):
     cdef float64_t _sqnorm_by_rows(self, intp_t i, const int32_t* idx, const float64_t* val,
                                    intp_t nnz) except? -1 nogil:
         """||A_i e||^2 in time and memory linear in the direction's token rows (for
-        sequences without a stored Gram, see ``sequence_grams``): per state k, ||sum_t e[t, k] x_t||^2
-        summed in an F-vector, plus (sum_t e[t, k])^2 (bias) and the squares of
-        the start and end entries, plus the transitions' squares."""
+        sequences without a stored Gram, see ``sequence_grams``): per state k,
+        ||sum_t e[t, k] x_t||^2 summed in an F-vector, plus (sum_t e[t, k])^2
+        (bias) and the squares of the start and end entries, plus the
+        transitions' squares."""
         cdef _Tokens x = self._tokens(i)
         cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, F = self.L.F
         cdef intp_t j, q, k, p, t = 0, n_tok = 0
@@ -557,14 +557,14 @@ cdef class ChainOracle(MaxOracle):
         while n_tok < nnz and idx[n_tok] < TK:
             n_tok += 1
         # the token-label entries grouped by state (a counting sort)
-        cdef intp_t* first = <intp_t*> checked_malloc((K + 1) * sizeof(intp_t),
-                                                       "Gram norm workspace")
-        cdef intp_t* order = <intp_t*> checked_malloc((n_tok + 1) * sizeof(intp_t),
-                                                       "Gram norm workspace")
-        cdef intp_t* token = <intp_t*> checked_malloc((n_tok + 1) * sizeof(intp_t),
-                                                       "Gram norm workspace")
-        cdef float64_t* u = <float64_t*> checked_malloc((F + 1) * sizeof(float64_t),
-                                                         "Gram norm workspace")
+        cdef intp_t* first = <intp_t*> checked_malloc(
+            (K + 1) * sizeof(intp_t), "Gram norm workspace")
+        cdef intp_t* order = <intp_t*> checked_malloc(
+            (n_tok + 1) * sizeof(intp_t), "Gram norm workspace")
+        cdef intp_t* token = <intp_t*> checked_malloc(
+            (n_tok + 1) * sizeof(intp_t), "Gram norm workspace")
+        cdef float64_t* u = <float64_t*> checked_malloc(
+            (F + 1) * sizeof(float64_t), "Gram norm workspace")
         memset(first, 0, (K + 1) * sizeof(intp_t))
         memset(u, 0, (F + 1) * sizeof(float64_t))
         for j in range(n_tok):

@@ -586,8 +586,8 @@ cdef class ProductOracle(_Composite):
             if end > start:
                 local = self._local(idx, start, end, off)
                 try:
-                    total += (<MaxOracle> self._parts[c]).coord_sqnorm(i, local, val + start,
-                                                                      end - start)
+                    total += (<MaxOracle> self._parts[c]).coord_sqnorm(
+                        i, local, val + start, end - start)
                 finally:
                     free(local)
             off += (<MaxOracle> self._parts[c]).block_coords(i)

@@ -293,3 +293,12 @@ def pack_graphs(graphs: Sequence[Graph], labels: Sequence[np.ndarray], *, n_stat
         damping, max_brute,
         block_storage(blocks, sizes, counts, node_coords=U, pair_coords=P,
                       n_features=n_features * U + P))
+
+
+def check_count(name: str, value, minimum: int = 1) -> int | None:
+    """``value`` as an int >= ``minimum`` (None stays None); ``ValueError`` naming ``name``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)

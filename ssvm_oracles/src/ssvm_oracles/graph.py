@@ -24,6 +24,7 @@ from ssvm_oracles._graphs import (
     INFERENCE,
     Graph,
     as_example_list,
+    check_count,
     check_graph,
     check_graph_labels,
     forest_order,
@@ -56,14 +57,6 @@ def expand_symmetric(compressed: np.ndarray) -> np.ndarray:
     out = np.zeros((K, K), dtype=compressed.dtype)
     out[np.tri(K, dtype=bool)] = compressed
     return out + out.T - np.diag(np.diag(out))
-
-
-def _check_count(name: str, value, minimum: int = 1) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or int(value) != value or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 class GraphModel(StructuredModel):
@@ -151,9 +144,9 @@ class GraphModel(StructuredModel):
                  symmetric_edge_features: Sequence[int] = (),
                  antisymmetric_edge_features: Sequence[int] = (), *, max_iter: int = 100,
                  damping: float = 0.5, max_brute: int = 4096, blocks: str = "auto"):
-        self.n_states = _check_count("n_states", n_states, 2)
-        self.n_features = _check_count("n_features", n_features)
-        self.n_edge_features = _check_count("n_edge_features", n_edge_features)
+        self.n_states = check_count("n_states", n_states, 2)
+        self.n_features = check_count("n_features", n_features)
+        self.n_edge_features = check_count("n_edge_features", n_edge_features)
         self.directed = bool(directed)
         if inference not in INFERENCE:
             raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
@@ -173,8 +166,8 @@ class GraphModel(StructuredModel):
         self.antisymmetric_edge_features = [int(f) for f in antisymmetric_edge_features]
         if set(self.symmetric_edge_features) & set(self.antisymmetric_edge_features):
             raise ValueError("symmetric_edge_features and antisymmetric_edge_features overlap")
-        self.max_iter = _check_count("max_iter", max_iter)
-        self.max_brute = _check_count("max_brute", max_brute)
+        self.max_iter = check_count("max_iter", max_iter)
+        self.max_brute = check_count("max_brute", max_brute)
         if not 0.0 <= damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {damping}")
         self.damping = float(damping)

@@ -28,8 +28,9 @@ import numpy as np
 
 from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
+from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import GraphModel, GridModel, _check_count, expand_symmetric
+from ssvm_oracles.graph import GraphModel, GridModel, expand_symmetric
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
@@ -158,7 +159,7 @@ class LatentGraphModel(_LatentPairwise):
                  symmetric_edge_features: Sequence[int] = (),
                  antisymmetric_edge_features: Sequence[int] = (), *, max_iter: int = 100,
                  damping: float = 0.5, max_brute: int = 4096, random_state=0):
-        self.n_labels = _check_count("n_labels", n_labels, 1)
+        self.n_labels = check_count("n_labels", n_labels, 1)
         self.n_states_per_label = _states_per_label(self.n_labels, n_states_per_label)
         self.n_states = int(self.n_states_per_label.sum())
         if self.n_states < 2:
@@ -326,8 +327,8 @@ class LatentNodeModel(_LatentPairwise):
                  symmetric_edge_features: Sequence[int] = (),
                  antisymmetric_edge_features: Sequence[int] = (), *, max_iter: int = 100,
                  damping: float = 0.5, max_brute: int = 4096, random_state=0):
-        self.n_labels = _check_count("n_labels", n_labels, 1)
-        self.n_hidden_states = _check_count("n_hidden_states", n_hidden_states, 0)
+        self.n_labels = check_count("n_labels", n_labels, 1)
+        self.n_hidden_states = check_count("n_hidden_states", n_hidden_states, 0)
         if n_labels + n_hidden_states < 2:
             raise ValueError("a latent node model needs n_labels + n_hidden_states >= 2")
         self.n_states = self.n_labels + self.n_hidden_states
@@ -372,7 +373,7 @@ class LatentNodeModel(_LatentPairwise):
                 raise ValueError(f"X[{i}] must be (features, edges, n_hidden)" if size == 3 else
                                  f"X[{i}] must be (features, edges, edge_features, n_hidden)")
             features, edges, n_hidden = x[0], x[1], x[-1]
-            n_hidden = _check_count(f"X[{i}] n_hidden", n_hidden, 0)
+            n_hidden = check_count(f"X[{i}] n_hidden", n_hidden, 0)
             features = np.asarray(features, dtype=np.float64)
             if features.ndim != 2:
                 raise ValueError(f"X[{i}] features must be 2-D, got shape {features.shape}")

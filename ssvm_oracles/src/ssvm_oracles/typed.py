@@ -33,9 +33,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ssvm_oracles._graphs import Graph
+from ssvm_oracles._graphs import Graph, check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import INFERENCE, _check_count
+from ssvm_oracles.graph import INFERENCE
 
 __all__ = ["TypedGraphModel"]
 
@@ -74,11 +74,11 @@ class TypedGraphModel(PairwiseStatesModel):
     def __init__(self, n_states: Sequence[int], n_features: Sequence[int], n_edge_features,
                  inference: str = "auto", class_weight=None, *, max_iter: int = 100,
                  damping: float = 0.5, max_brute: int = 4096):
-        self.type_states = [_check_count("n_states", k, 1) for k in n_states]
+        self.type_states = [check_count("n_states", k, 1) for k in n_states]
         self.n_types = len(self.type_states)
         if self.n_types < 1:
             raise ValueError("n_states must list the states of at least one node type")
-        self.type_features = [_check_count("n_features", f, 0) for f in n_features]
+        self.type_features = [check_count("n_features", f, 0) for f in n_features]
         if len(self.type_features) != self.n_types:
             raise ValueError(f"n_features must have {self.n_types} entries (one per type), "
                              f"got {len(self.type_features)}")
@@ -107,8 +107,8 @@ class TypedGraphModel(PairwiseStatesModel):
         if inference not in INFERENCE:
             raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
         self.inference = inference
-        self.max_iter = _check_count("max_iter", max_iter)
-        self.max_brute = _check_count("max_brute", max_brute)
+        self.max_iter = check_count("max_iter", max_iter)
+        self.max_brute = check_count("max_brute", max_brute)
         if not 0.0 <= damping < 1.0:
             raise ValueError(f"damping must be in [0, 1), got {damping}")
         self.damping = float(damping)
