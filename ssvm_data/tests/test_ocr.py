@@ -127,6 +127,18 @@ def test_every_format_gives_the_expected_words(tmp_path, name, split):
         assert y.dtype == np.int32 and y.ndim == 1
 
 
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_load_ocr_folds_gives_every_word_in_order_with_its_fold(tmp_path, name):
+    toy = make_toy()
+    X, Y, folds = ssvm_data.load_ocr_folds(path=write(tmp_path / name, toy))
+    assert_same((X, Y), (toy["data"], toy["labels"]))
+    np.testing.assert_array_equal(folds, toy["folds"])
+    assert folds.dtype == np.int64
+    # the fold-0 words are the small split's training words
+    assert_same(ssvm_data.load_ocr("small", path=tmp_path / name)[:2],
+                ([x for x, f in zip(X, folds) if f == 0], [y for y, f in zip(Y, folds) if f == 0]))
+
 def test_letter_data_without_trailing_tab_and_with_crlf(tmp_path):
     toy = make_toy()
     text = join_lines(letter_data_lines(toy)).replace(b"\t\n", b"\r\n")

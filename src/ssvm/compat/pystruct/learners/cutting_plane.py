@@ -5,15 +5,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set, solver_tol
-from ssvm_core import solve
+from ssvm.compat.pystruct.learners.base import BaseSSVM
+
+#: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
+PASSES_PER_ITERATION = 1000
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct (``check_constraints``,
-    ``break_on_bad``, ``batch_size``, ``inactive_threshold``,
-    ``inactive_window``{extra}) tune its QP solver and have no counterpart
-    in the Frank-Wolfe solver; they are accepted and kept so that
-    pystruct code runs and clones, and do not change the result."""
+    ``batch_size``, ``inactive_threshold``, ``inactive_window``{extra}) tune
+    its QP solver and have no counterpart in the Frank-Wolfe solver; they are
+    accepted and kept so that pystruct code runs and clones, and do not
+    change the result."""
+
+_MEANING = """
+    ``max_iter`` and ``tol`` keep pystruct's names with this meaning.  Each
+    of pystruct's iterations solved a QP over all constraints found so far;
+    Frank-Wolfe makes the same progress in many cheap passes (thousands when
+    C n is large), so one iteration is ``PASSES_PER_ITERATION`` (1000) passes:
+    training runs at most ``max_iter * 1000`` passes and normally stops
+    long before, once the certified duality gap divided by C n (the mean
+    slack violation that pystruct's one-slack ``tol`` bounds) is below
+    ``tol``.  A run that hits the pass budget first warns
+    (``ConvergenceWarning``).  ``logger`` and ``show_loss_every`` count in
+    these iterations (every 1000 passes) and the logger also saves at the end."""
 
 
 class _CuttingPlaneCompat(BaseSSVM):
@@ -29,41 +43,30 @@ class _CuttingPlaneCompat(BaseSSVM):
         upper[idx] = 0.0
         return np.full(d, -np.inf), upper
 
-    def _fit(self, X, Y, initialize: bool, cache_size: int):
+    def _fit(self, X, Y, initialize: bool, cache_size: int, warm_start: bool):
         if initialize:
             self.model.initialize(X, Y)
         d = int(self.model.size_joint_feature)
-        options = dict(max_passes=self.max_iter, tol=self.tol, averaging=False,
-                       box=self._box(d), step="pairwise", cache=cache_size > 0,
-                       cache_size=max(cache_size, 2), sampling="perm", random_state=0)
-        self._fit_frank_wolfe(X, Y, initialize=False, **options)
-        if self.switch_to is not None and hasattr(self.model, "inference_method"):
+        options = dict(max_passes=int(self.max_iter) * PASSES_PER_ITERATION, tol=self.tol,
+                       averaging=False, box=self._box(d), tol_per_slack=True, step="pairwise",
+                       cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
+                       random_state=0, passes_per_iteration=PASSES_PER_ITERATION)
+        self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
+        first = getattr(self.model, "inference_method", None)
+        if self.switch_to is not None and first is not None and first != self.switch_to:
             # pystruct switches inference when the first method finds no new
-            # constraint; here: continue from the converged state with it
-            first = self.model.inference_method
+            # constraint; here: continue from the first run's dual point with it
+            curves = (self.objective_curve_, self.primal_objective_curve_, self.timestamps_)
+            history = self.history_
+            self.model.inference_method_ = first
             self.model.inference_method = self.switch_to
-            state, history = self.state_, self.history_
-            try:
-                self._fit_frank_wolfe_from(X, Y, state, options)
-            finally:
-                self.inference_method_used_ = (first, self.switch_to)
+            self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
+            self.objective_curve_ = curves[0] + self.objective_curve_
+            self.primal_objective_curve_ = curves[1] + self.primal_objective_curve_
+            offset = self.timestamps_[0] - curves[2][0]
+            self.timestamps_ = curves[2] + [offset + t for t in self.timestamps_[1:]]
             self.history_ = history + self.history_
         return self
-
-    def _fit_frank_wolfe_from(self, X, Y, state, options) -> None:
-        """Continue training from ``state`` (same data) with the model's current inference."""
-        oracle = bind_training_set(self.model, X, Y)
-        scale = self.C * oracle.n_blocks
-        opts = {k: v for k, v in options.items() if k not in ("max_passes", "tol", "averaging")}
-        result = solve(oracle, state.lam, averaging=False, tol=solver_tol(self.tol, scale),
-                       max_passes=self.max_iter, state=state, n_jobs=self.n_jobs,
-                       verbose=self.verbose, **opts)
-        self.w = result.w
-        self.l = state.ell
-        self._set_curves(result.history, scale, False)
-        self.duality_gap_ = result.gap * scale
-        self.exact_ = bool(oracle.exact)
-        self.state_, self.history_ = state, result.history
 
 
 class NSlackSSVM(_CuttingPlaneCompat):
@@ -74,13 +77,14 @@ class NSlackSSVM(_CuttingPlaneCompat):
     with ssvm's block-coordinate pairwise Frank-Wolfe steps over cached
     labellings (Osokin et al. (2016), Alg. 3 and 5), which reaches the same
     optimum, and stops when the duality gap (a certificate for exact oracles)
-    is below ``tol``.
+    is small enough.
+    {meaning}
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 100
-        Passes over the data.
+        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes.
     C : float, default 1.0
     check_constraints : bool, default True
     verbose : int, default 0
@@ -89,16 +93,26 @@ class NSlackSSVM(_CuttingPlaneCompat):
     n_jobs : int, default 1
         Threads for the gap passes.
     break_on_bad : bool, default False
+        pystruct raised ``ValueError`` when a new constraint was weaker than
+        one in its working set (approximate inference).  Here inference
+        answers are never trusted blindly: one scoring below the ground truth
+        is replaced by it (counted, with a warning) and the gaps of an
+        approximate oracle are flagged as estimates (``exact_``); the
+        parameter is accepted and does not raise.
     show_loss_every : int, default 0
+        Record 1 - score on the training set every so many passes in
+        ``loss_curve_``.
     batch_size : int, default 100
     tol : float, default 1e-3
-        Stop when the duality gap (pystruct's scale) is below ``tol``.
+        Stop when the duality gap divided by C n is below ``tol``.
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
     logger : callable, optional
-    switch_to : str, optional
-        After converging, set the model's ``inference_method`` to this and
-        continue training from the same dual state.
+    switch_to : str or tuple, optional
+        After the first run, set the model's ``inference_method`` to this (the
+        first one is kept in ``model.inference_method_``, as in pystruct) and
+        continue training from the same dual point (``SolverState.rebind``)
+        with another budget of passes; the curves and history cover both runs.
     {internals}
 
     Attributes
@@ -131,8 +145,14 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.switch_to = switch_to
 
     def fit(self, X, Y, constraints=None, warm_start=None, initialize: bool = True):
-        """Learn ``w`` on (X, Y) (``constraints`` and ``warm_start`` are ignored)."""
-        return self._fit(X, Y, initialize, cache_size=50)
+        """Learn ``w`` on (X, Y).
+
+        With ``warm_start`` (or ``constraints``, pystruct's warm start) the
+        dual point of the previous fit continues, rescaled if C changed; on
+        another training set training restarts with a warning.
+        """
+        return self._fit(X, Y, initialize, cache_size=50,
+                         warm_start=bool(warm_start) or constraints is not None)
 
 
 class OneSlackSSVM(_CuttingPlaneCompat):
@@ -142,13 +162,15 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     n-slack objective ||w||^2 / 2 + C sum_i xi_i; this class reaches it with
     ssvm's block-coordinate pairwise Frank-Wolfe steps over cached labellings
     (Osokin et al. (2016), Alg. 3 and 5) and stops when the duality gap (a
-    certificate for exact oracles) is below ``tol``.
+    certificate for exact oracles) is small enough.
+    {meaning}
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 10000
-        Passes over the data (the solver usually stops on ``tol`` long before).
+        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes
+        (the solver usually stops on ``tol`` long before).
     C : float, default 1.0
     check_constraints : bool, default False
     verbose : int, default 0
@@ -156,11 +178,17 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         Indices of w constrained to be <= 0.
     n_jobs : int, default 1
     break_on_bad : bool, default False
+        As for ``NSlackSSVM``.
     show_loss_every : int, default 0
     tol : float, default 1e-3
-        Stop when the duality gap (pystruct's scale) is below ``tol``.
+        Stop when the duality gap divided by C n is below ``tol``: pystruct
+        stopped when its most violated one-slack constraint was violated by
+        less than ``tol`` beyond the current slack, i.e. when its primal minus
+        its cutting-plane objective was below C n tol; ssvm's dual is a
+        certified lower bound in the same place.
     inference_cache : int, default 0
-        Labellings cached per example (0: no cache; else at least 2).
+        Labellings cached per example, used by cache steps between oracle
+        calls (0: no cache; else at least 2).
     cache_tol : float or "auto", default "auto"
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
@@ -174,6 +202,11 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     w, l, objective_curve_, primal_objective_curve_, timestamps_, loss_curve_,
     duality_gap_, exact_, lam_, state_, history_ :
         As for ``FrankWolfeSSVM`` (no averaging).
+    cached_constraint_ : list of bool
+        One entry per point of the curves, all False: each point is a gap
+        check whose primal comes from inference on every example (pystruct
+        marked the points whose constraint came from its cache, where the
+        primal was a cached estimate).
     """
 
     def __init__(self, model, max_iter: int = 10000, C: float = 1.0,
@@ -200,10 +233,21 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.switch_to = switch_to
 
     def fit(self, X, Y, constraints=None, warm_start=False, initialize: bool = True):
-        """Learn ``w`` on (X, Y) (``constraints`` and ``warm_start`` are ignored)."""
-        return self._fit(X, Y, initialize, cache_size=int(self.inference_cache))
+        """Learn ``w`` on (X, Y) (``constraints`` is ignored).
+
+        With ``warm_start`` (True or pystruct's "soft") the dual point of the
+        previous fit continues, rescaled if C changed; on another training
+        set training restarts with a warning.
+        """
+        self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
+                  warm_start=bool(warm_start))
+        # pystruct marked the curve points whose constraint came from its cache (their
+        # primal a cached estimate); every point here is a gap check with inference
+        self.cached_constraint_ = [False] * len(self.objective_curve_)
+        return self
 
 
-NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{internals}", _QP_INTERNALS.format(extra=""))
+NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
+    "{internals}", _QP_INTERNALS.format(extra="")).replace("{meaning}", _MEANING)
 OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
-    "{internals}", _QP_INTERNALS.format(extra=", ``cache_tol``"))
+    "{internals}", _QP_INTERNALS.format(extra=", ``cache_tol``")).replace("{meaning}", _MEANING)

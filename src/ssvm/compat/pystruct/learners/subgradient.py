@@ -100,18 +100,23 @@ class SubgradientSSVM(BaseSSVM):
     def _step(self, dpsi: np.ndarray, n: int, w: np.ndarray) -> None:
         """One subgradient step on w (in place) and the averaged ``self.w``."""
         grad = dpsi - w / (self.C * n)
-        self.grad_old = (1.0 - self.momentum) * grad + self.momentum * self.grad_old
+        if self.momentum:
+            grad = (1.0 - self.momentum) * grad + self.momentum * self.grad_old
+        self.grad_old = grad
         rate = self.learning_rate_
         if self.decay_exponent != 0:
             rate = rate / (self.t + self.decay_t0) ** self.decay_exponent
-        w += rate * self.grad_old
+        w += rate * grad
         if self.averaging == "linear":
             rho = 2.0 / (self.t + 2.0)
         elif self.averaging == "squared":
             rho = 6.0 * (self.t + 1) / ((self.t + 2) * (2 * self.t + 3))
         else:
             rho = 1.0
-        self.w = (1.0 - rho) * self.w + rho * w
+        if rho == 1.0:                  # no averaging: the average is the iterate
+            self.w[:] = w
+        else:
+            self.w = (1.0 - rho) * self.w + rho * w
         self.t += 1.0
 
     def _batches(self, order: np.ndarray) -> list[np.ndarray]:

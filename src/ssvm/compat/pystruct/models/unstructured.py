@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ssvm.compat.pystruct.models.base import StructuredModel
-from ssvm_oracles import MulticlassModel
+from ssvm_oracles import BinaryModel, MulticlassModel
 
 
 class BinaryClf(StructuredModel):
@@ -77,6 +77,15 @@ class BinaryClf(StructuredModel):
 
     def max_loss(self, y) -> float:
         return 1.0
+
+    def bind(self, X, Y):
+        """ssvm's compiled binary oracle (``ssvm_oracles.BinaryModel``, the same layout)
+        over (X, Y)."""
+        Y = np.asarray(Y).ravel()
+        if not np.all(np.isin(Y, (-1, 1))):
+            raise ValueError(f"y has to be either -1 or +1, got values {np.unique(Y)[:5]}")
+        return BinaryModel(self.size_joint_feature).bind(np.asarray(X, dtype=np.float64),
+                                                         (Y > 0).astype(np.int32))
 
 
 class MultiClassClf(StructuredModel):

@@ -1,0 +1,282 @@
+"""ssvm.compat.pystruct learners as pystruct users expect them: max_iter, tol, warnings, warm
+starts, switch_to, the structured perceptron, plot_learning and the data sets."""
+
+import os
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ssvm.compat.pystruct.datasets import (
+    generate_blocks_multinomial,
+    load_letters,
+    load_snakes,
+    make_snakes,
+)
+from ssvm.compat.pystruct.learners import (
+    ConvergenceWarning,
+    FrankWolfeSSVM,
+    NSlackSSVM,
+    OneSlackSSVM,
+    StructuredPerceptron,
+)
+from ssvm.compat.pystruct.learners.cutting_plane import PASSES_PER_ITERATION
+from ssvm.compat.pystruct.models import BinaryClf, GridCRF, MultiClassClf
+from ssvm.compat.pystruct.models.base import ModelOracle
+from ssvm.compat.pystruct.utils import SaveLogger
+from ssvm_core import SolverState
+
+
+def multiclass_data(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    X[:, -1] = 1.0
+    Y = np.arange(n) % 3
+    X[:, :3] += 1.5 * np.eye(3)[Y]
+    return X, Y
+
+
+def binary_data(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.normal(size=(n, 3)), np.ones((n, 1))])
+    Y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    return X, Y
+
+
+def hinge_primal(X, Y, w, C):
+    """pystruct's primal of a binary SVM, by hand: ||w||^2 / 2 + C sum max(0, 1 - y <w, x>)."""
+    return 0.5 * w @ w + C * np.sum(np.maximum(0.0, 1.0 - Y * (X @ w)))
+
+
+# --- max_iter, tol and the convergence warning ------------------------------------------------
+
+@pytest.mark.parametrize("learner", [NSlackSSVM, OneSlackSSVM])
+def test_cutting_plane_tol_bounds_the_gap_over_C_n(learner):
+    X, Y = binary_data()
+    C, tol = 10.0, 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = learner(BinaryClf(), C=C, tol=tol).fit(X, Y)
+    primal = hinge_primal(X, Y, svm.w, C)
+    assert svm.primal_objective_curve_[-1] == pytest.approx(primal, rel=1e-9)
+    assert svm.exact_ and 0 <= svm.duality_gap_ <= tol * C * len(X)
+    assert primal - svm.objective_curve_[-1] == pytest.approx(svm.duality_gap_)
+    assert len(svm.history_) - 1 <= svm.max_iter * PASSES_PER_ITERATION
+
+
+@pytest.mark.parametrize("learner", [NSlackSSVM, OneSlackSSVM, FrankWolfeSSVM])
+def test_stopping_above_tol_warns_and_the_budget_is_max_iter_iterations(learner):
+    X, Y = multiclass_data()
+    svm = learner(MultiClassClf(), C=1000.0, max_iter=1, tol=1e-9)
+    with pytest.warns(ConvergenceWarning, match="certified duality gap .* > tol"):
+        svm.fit(X, Y)
+    per_iteration = 1 if learner is FrankWolfeSSVM else PASSES_PER_ITERATION
+    assert svm.history_[-1]["pass"] - svm.history_[0]["pass"] == per_iteration
+    assert svm.duality_gap_ > 1e-9
+
+
+def test_binary_clf_binds_the_compiled_oracle_with_the_same_answers():
+    X, Y = binary_data(n=20)
+    model = BinaryClf()
+    model.initialize(X, Y)
+    compiled = model.bind(X, Y)
+    assert type(compiled).__name__ == "GraphOracle" and compiled.exact
+    python = ModelOracle(model, X, Y)
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        w = rng.normal(size=4)
+        for i in range(len(X)):
+            _, psi_c, loss_c = compiled.solve_py(i, w)[:3]
+            _, psi_p, loss_p = python.solve(i, w)
+            assert loss_c == loss_p
+            np.testing.assert_allclose(psi_c, psi_p, atol=1e-12)
+    with pytest.raises(ValueError, match="either -1 or \\+1"):
+        model.bind(X, np.where(Y > 0, 1, 0))
+
+
+# --- warm starts and switch_to ----------------------------------------------------------------
+
+def test_warm_start_continues_and_a_changed_C_rescales():
+    X, Y = multiclass_data()
+    svm = OneSlackSSVM(MultiClassClf(), C=1.0, tol=1e-6).fit(X, Y)
+    state = svm.state_
+    svm.set_params(C=2.0)
+    svm.fit(X, Y, warm_start=True)
+    assert svm.state_ is state and svm.lam_ == pytest.approx(1.0 / (2.0 * len(X)))
+    cold = OneSlackSSVM(MultiClassClf(), C=2.0, tol=1e-6).fit(X, Y)
+    # both certified within their gaps of the same optimum
+    gap = max(svm.duality_gap_, cold.duality_gap_)
+    assert abs(svm.primal_objective_curve_[-1] - cold.primal_objective_curve_[-1]) <= gap
+    # a warm start with the same C starts converged: one check, no further passes
+    svm.fit(X, Y, warm_start=True)
+    assert svm.history_[-1]["pass"] == svm.history_[0]["pass"]
+
+
+def test_warm_start_on_another_training_set_restarts_with_a_warning():
+    X, Y = multiclass_data()
+    svm = NSlackSSVM(MultiClassClf(), C=1.0, tol=1e-5).fit(X, Y)
+    first = svm.state_
+    with pytest.warns(UserWarning, match="another training set: training restarts"):
+        svm.fit(X[:30], Y[:30], warm_start=True)
+    assert svm.state_ is not first and svm.state_.n_blocks == 30
+    assert svm.duality_gap_ <= 1e-5 * 30
+
+
+def test_switch_to_continues_from_the_same_dual_point():
+    X, Y = generate_blocks_multinomial(n_samples=4, noise=0.5, seed=0, size_x=6)
+    crf = GridCRF(n_states=3, inference_method="max-product")
+    svm = OneSlackSSVM(crf, C=0.1, tol=1e-3, inference_cache=20, switch_to="qpbo")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)       # approximate oracles
+        svm.fit(X, Y)
+    assert crf.inference_method == "qpbo" and crf.inference_method_ == "max-product"
+    passes = [rec["pass"] for rec in svm.history_]
+    restarts = [i for i in range(1, len(passes)) if passes[i] <= passes[i - 1]]
+    assert len(restarts) == 1                                    # two runs, one history
+    assert len(svm.objective_curve_) == len(svm.primal_objective_curve_)
+    assert np.all(np.diff(svm.timestamps_[1:]) >= 0)
+    # the second run starts where the first ended: the same dual value
+    start = restarts[0]
+    assert svm.history_[start]["dual"] == pytest.approx(svm.history_[start - 1]["dual"])
+
+
+def test_solver_state_rebind_checks_the_shapes():
+    X, Y = multiclass_data()
+    model = MultiClassClf()
+    model.initialize(X, Y)
+    state = SolverState.for_oracle(model.bind(X, Y), 0.1)
+    state.rebind(model.bind(X, Y))
+    other = MultiClassClf()
+    other.initialize(X[:10], Y[:10])
+    with pytest.raises(ValueError, match="rebinding needs the same data"):
+        state.rebind(other.bind(X[:10], Y[:10]))
+
+
+def test_logger_saves_per_iteration_and_at_the_end(tmp_path):
+    X, Y = multiclass_data()
+    logger = SaveLogger(str(tmp_path / "svm_%d.pickle"), save_every=1)
+    svm = NSlackSSVM(MultiClassClf(), C=1000.0, max_iter=2, tol=1e-12, logger=logger,
+                     show_loss_every=1)
+    with pytest.warns(ConvergenceWarning):
+        svm.fit(X, Y)
+    saved = sorted(p.name for p in tmp_path.iterdir())
+    assert saved == ["svm_0.pickle", "svm_1.pickle", "svm_final.pickle"]
+    assert len(svm.loss_curve_) == 2
+    with open(tmp_path / "svm_final.pickle", "rb") as f:
+        loaded = pickle.load(f)
+    np.testing.assert_array_equal(loaded.predict(X), svm.predict(X))
+
+
+# --- the structured perceptron ----------------------------------------------------------------
+
+def toy_perceptron_data():
+    # x1 is predicted +1 at w = 0 (ties), correctly; x2 wrongly until w[1] < 0
+    return np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1, -1])
+
+
+def test_perceptron_online_updates_by_hand():
+    X, Y = toy_perceptron_data()
+    pcp = StructuredPerceptron(BinaryClf(n_features=2), max_iter=10).fit(X, Y)
+    # pass 0: x2 wrong, w += phi(x2, -1) - phi(x2, +1) = -x2; pass 1: no mistake, stop
+    np.testing.assert_array_equal(pcp.w, [0.0, -1.0])
+    assert pcp.loss_curve_ == [0.5, 0.0]
+
+
+def test_perceptron_averages_every_example_online_and_every_pass_in_batch():
+    X, Y = toy_perceptron_data()
+    online = StructuredPerceptron(BinaryClf(n_features=2), max_iter=10, average=True).fit(X, Y)
+    # iterates after each example: (0, 0), (0, -1), then (0, -1) twice
+    np.testing.assert_allclose(online.w, [0.0, -0.75])
+    batch = StructuredPerceptron(BinaryClf(n_features=2), max_iter=10, average=True,
+                                 batch=True).fit(X, Y)
+    np.testing.assert_allclose(batch.w, [0.0, -1.0])
+    last = StructuredPerceptron(BinaryClf(n_features=2), max_iter=10, average=-1).fit(X, Y)
+    np.testing.assert_allclose(last.w, [0.0, -1.0])
+    # averaging from a pass never reached gives zero, as in pystruct
+    late = StructuredPerceptron(BinaryClf(n_features=2), max_iter=10, average=5).fit(X, Y)
+    np.testing.assert_array_equal(late.w, [0.0, 0.0])
+
+
+def test_perceptron_rate_is_pystruct_power_rule():
+    X, Y = np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([-1, -1])
+    pcp = StructuredPerceptron(BinaryClf(n_features=2), max_iter=1, decay_exponent=1.0,
+                               decay_t0=3.0).fit(X, Y)
+    # pass 0 has rate (0 + 3) ** 1; x1 wrong at w = 0, then x2 (w.x2 = 0, tie to +1) wrong too
+    np.testing.assert_array_equal(pcp.w, [-3.0, -3.0])
+    with pytest.raises(ValueError, match="average must be"):
+        StructuredPerceptron(BinaryClf(), average=-2).fit(X, Y)
+
+
+# --- plot_learning -----------------------------------------------------------------------------
+
+def test_plot_learning_draws_the_recorded_curves(monkeypatch):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from ssvm.compat.pystruct.plot_learning import plot_learning
+
+    monkeypatch.setattr("matplotlib.pyplot.show", lambda *a, **k: None)
+    X, Y = multiclass_data()
+    svm = FrankWolfeSSVM(MultiClassClf(), C=1.0, max_iter=40, tol=0, check_dual_every=5,
+                         show_loss_every=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)   # tol = 0: all passes, no warning
+        svm.fit(X, Y)
+    fig = plot_learning(svm, time=False)
+    objective_axes, loss_axes = fig.axes
+    dual, primal = objective_axes.get_lines()
+    np.testing.assert_allclose(dual.get_ydata(), svm.objective_curve_)
+    np.testing.assert_allclose(primal.get_ydata(), svm.primal_objective_curve_)
+    np.testing.assert_allclose(loss_axes.get_lines()[0].get_ydata(), svm.loss_curve_)
+    timed = plot_learning(svm, time=True)
+    assert timed.axes[0].get_xlabel() == "training time (min)"
+    with pytest.raises(ValueError, match="fit it first"):
+        plot_learning(FrankWolfeSSVM(MultiClassClf()))
+
+
+# --- data sets ----------------------------------------------------------------------------------
+
+HOME = os.environ.get("SSVM_DATA_HOME")
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(not HOME or not (Path(HOME) / "ocr").is_dir(),
+                    reason="set SSVM_DATA_HOME to a folder with ocr/ (e.g. ../shared/data)")
+def test_load_letters_is_pystruct_layout():
+    letters = load_letters(download=False)
+    X, y, folds = letters["data"], letters["labels"], letters["folds"]
+    assert X.dtype == object and y.dtype == object and len(X) == len(y) == 6877
+    assert np.bincount(folds).tolist() == [626, 704, 684, 698, 693, 651, 739, 717, 690, 675]
+    assert np.array(X) is not None and np.array(X).shape == (6877,)   # pystruct's examples
+    assert X[0].dtype == np.uint8 and X[0].shape == (len(y[0]), 128)
+    assert letters["word"][0] == "ommanding" and letters["images"][0].shape == (16, 8 * 9)
+    assert sum(len(w) for w in X[folds == 1]) == 5375
+
+
+def _move(a, b):
+    return {(-1, 0): 0, (1, 0): 1, (0, -1): 2, (0, 1): 3}[tuple(np.subtract(b, a))]
+
+
+def test_snakes_have_pystruct_format_and_their_colours_spell_the_moves():
+    from ssvm.compat.pystruct.datasets.loaders import SNAKE_BACKGROUND, SNAKE_COLORS
+
+    snakes = load_snakes(n_train=30, n_test=10, seed=3)
+    assert [len(snakes[k]) for k in ("X_train", "Y_train", "X_test", "Y_test")] == [30, 30, 10, 10]
+    X, Y = make_snakes(40, seed=3)
+    for x, y, x2 in zip(X, Y, snakes["X_train"] + snakes["X_test"]):
+        np.testing.assert_array_equal(x, x2)
+        assert x.dtype == np.uint8 and y.dtype == np.uint8 and x.shape == y.shape + (3,)
+        # a one-cell background border around the snake
+        assert not y[0].any() and not y[-1].any() and not y[:, 0].any() and not y[:, -1].any()
+        cells = [np.argwhere(y == t)[0] for t in range(1, 11)]
+        assert sorted(y[y > 0].tolist()) == list(range(1, 11))
+        for t in range(9):
+            assert np.abs(cells[t + 1] - cells[t]).sum() == 1          # neighbours
+            np.testing.assert_array_equal(x[tuple(cells[t])],
+                                          SNAKE_COLORS[_move(cells[t], cells[t + 1])])
+        np.testing.assert_array_equal(x[y == 0], np.broadcast_to(SNAKE_BACKGROUND,
+                                                                 x[y == 0].shape))
+        # pystruct's example reads the colours as r + 2 g + 4 b in {1, 2, 3, 4, 6}
+        codes = x.reshape(-1, 3).astype(int) // 255 @ np.array([1, 2, 4])
+        assert set(codes.tolist()) <= {1, 2, 3, 4, 6}
