@@ -130,7 +130,7 @@ class LatentSSVM(BaseSSVM):
     H_init_ : list
         The first completion (``H_init`` or ``model.init_latent``).
     objective_ : float
-        J(w_).
+        ``J(w_)``.
     history_ : list of dict
         One record per CCCP iteration: ``iteration``, ``objective`` (J at
         its w), ``inner_gap``, ``inner_status``, ``inner_passes``,
@@ -251,12 +251,12 @@ class LatentSSVM(BaseSSVM):
         return None, "cold"
 
     def predict(self, X: Sequence) -> list:
-        """Visible labellings argmax over (y, h) of <w_, phi(x, (y, h))>."""
+        """Visible labellings: argmax over (y, h) of ``<w_, phi(x, (y, h))>``."""
         self._check_fitted()
         return self.model.predict(X, self.w_)
 
     def predict_latent(self, X: Sequence) -> list:
-        """Completed labellings argmax_h <w_, phi(x, h)>."""
+        """Completed labellings: ``argmax_h <w_, phi(x, h)>``."""
         self._check_fitted()
         return self.model.predict_latent(X, self.w_)
 
