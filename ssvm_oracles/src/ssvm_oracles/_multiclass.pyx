@@ -113,19 +113,19 @@ cdef class MulticlassOracle(MaxOracle):
             return 0.0
         return dot_gather(w + k * self.n_inputs, &self.indices[start], &self.data[start], nnz)
 
-    cdef void _write(self, intp_t i, int32_t k, const float64_t* w, Corner* out,
+    cdef void _write(self, intp_t i, int32_t k, float64_t wpsi, Corner* out,
                      bint solving) noexcept nogil:
-        """Class k's answer for example i: loss, score, the coordinates q_i(k)
-        when asked for, and psi (``solve`` skips it when only the coordinates
-        are read; ``evaluate`` always writes it)."""
+        """Class k's answer for example i, with ``wpsi`` = <w, psi_i(k)> (the score
+        of the true class minus class k's, which the caller has): loss, score,
+        the coordinates q_i(k) when asked for, and psi (``solve`` skips it when
+        only the coordinates are read; ``evaluate`` always writes it)."""
         cdef intp_t p, f, F = self.n_inputs, nnz = 0
         cdef int32_t yi = self.y[i]
         cdef float64_t v
         out.labels[0] = k
         out.n_labels = 1
         out.loss = self.cost[yi, k]
-        out.score = out.loss - (self._class_score(i, yi, w) - self._class_score(i, k, w)
-                                if k != yi else 0.0)
+        out.score = out.loss - (wpsi if k != yi else 0.0)
         if out.coord_idx != NULL:
             out.coord_nnz = 0
             if k != yi:
@@ -150,16 +150,19 @@ cdef class MulticlassOracle(MaxOracle):
     cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
         cdef intp_t k
         cdef int32_t best = 0, yi = self.y[i]
-        cdef float64_t value, score, best_value = 0.0
+        cdef float64_t value, score, best_value = 0.0, best_score = 0.0, true_score = 0.0
         for k in range(self.n_classes):
             score = self._class_score(i, k, w)
             if out.coord_idx != NULL and out.theta != NULL:
                 out.theta[k] = score
+            if k == yi:
+                true_score = score
             value = score + self.cost[yi, k]
             if k == 0 or value > best_value:
                 best_value = value
+                best_score = score
                 best = <int32_t> k
-        self._write(i, best, w, out, True)
+        self._write(i, best, true_score - best_score, out, True)
         return 0
 
     cdef void prefetch(self, intp_t i) noexcept nogil:
@@ -222,5 +225,7 @@ cdef class MulticlassOracle(MaxOracle):
         if n_labels != 1 or labels[0] < 0 or labels[0] >= self.n_classes:
             with gil:
                 raise ValueError(f"a multiclass labelling is one class in [0, {self.n_classes})")
-        self._write(i, labels[0], w, out, False)
+        cdef int32_t k = labels[0], yi = self.y[i]
+        self._write(i, k, self._class_score(i, yi, w) - self._class_score(i, k, w) if k != yi
+                    else 0.0, out, False)
         return 0
