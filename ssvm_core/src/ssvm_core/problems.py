@@ -1,0 +1,152 @@
+"""Whole problems in parallel: independent solves on the executors of ``ssvm_core.executors``.
+
+An ``Executor`` runs the oracle calls of one round of one solve.  A grid
+search or a cross-validation has another kind of job: whole solves, each
+independent of the others.  ``map_problems`` runs such jobs on the same
+executors and yields their results in the order of the jobs, whatever
+finishes first:
+
+- ``SerialExecutor``: one after the other in the calling thread.
+- ``ThreadExecutor(n_jobs)``: ``n_jobs`` threads of this process (the
+  solvers' kernels and Cython oracles release the GIL).  Problems of a Python
+  oracle (``needs_gil``) run one at a time, with a ``RuntimeWarning``.
+- ``DaskExecutor(client)``: the shared data (bound oracles and what the jobs
+  read with them) are scattered to the cluster once; each job is one
+  ``client.submit`` of a whole solve.  Data, job function and job arguments
+  must pickle; an oracle that does not is named in the error.
+
+Jobs are not nested: a solve inside a job makes its own oracle calls in its
+worker (the serial executor), so the job function must not pass an
+executor or ``n_jobs`` on to ``ssvm_core.solve``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ssvm_core.executors import (
+    DaskExecutor,
+    Executor,
+    SerialExecutor,
+    ThreadExecutor,
+    _is_serialisation_error,
+    _oracle_name,
+    resolve_executor,
+)
+from ssvm_core.parallel import effective_n_jobs
+
+__all__ = ["map_problems", "problem_executor", "problem_workers"]
+
+
+def problem_executor(executor=None, n_jobs: int | None = None) -> Executor:
+    """The executor of independent problems, scikit-learn's way.
+
+    Parameters
+    ----------
+    executor : None, {"serial", "threads"}, distributed.Client or Executor, default None
+        As for ``ssvm_core.executors.resolve_executor``; None means threads
+        when ``n_jobs`` asks for more than one, else serial (``n_jobs`` of
+        ``GridSearchCV``).
+    n_jobs : int or None, default None
+        Problems solved at once in threads (None: 1, -1: every core).
+
+    Returns
+    -------
+    Executor
+    """
+    jobs = effective_n_jobs(n_jobs)            # n_jobs=0 and non-integers fail here
+    if executor is None:
+        executor = "threads" if jobs > 1 else "serial"
+    pool = resolve_executor(executor, n_jobs)
+    if not isinstance(pool, (SerialExecutor, ThreadExecutor, DaskExecutor)):
+        raise TypeError(f"{type(pool).__name__} runs oracle calls only; independent problems "
+                        "run on the serial, threads or Dask executor")
+    return pool
+
+
+def problem_workers(executor: Executor, needs_gil: bool = False) -> int:
+    """Problems ``executor`` solves at once (1 for problems of a Python oracle on threads)."""
+    if isinstance(executor, ThreadExecutor):
+        return 1 if needs_gil else executor.n_jobs
+    return executor.n_workers
+
+
+def map_problems(executor: Executor, func: Callable[..., Any], shared: Sequence,
+                 jobs: Sequence[tuple[int, tuple]]) -> Iterator:
+    """Yield ``func(shared[k], *args)`` for each ``(k, args)`` of ``jobs``, in that order.
+
+    Parameters
+    ----------
+    executor : Executor
+        From ``problem_executor``.
+    func : callable
+        A job: a whole solve (and whatever it computes from it).  On Dask it
+        runs on a worker, so it must be a module-level function.
+    shared : sequence
+        The data the jobs share, each item a bound oracle or an object with an
+        ``oracle`` attribute (for the GIL rule and error messages); on Dask
+        every item is scattered once.
+    jobs : sequence of (int, tuple)
+        The index of the shared item and the further arguments of each job.
+
+    Yields
+    ------
+    The jobs' results in the order of ``jobs``.  The first job (in that
+    order) that raised raises here.
+    """
+    jobs = [(int(k), tuple(args)) for k, args in jobs]
+    oracles = [getattr(item, "oracle", item) for item in shared]
+    if isinstance(executor, DaskExecutor):
+        yield from _on_dask(executor.client, func, shared, oracles, jobs)
+        return
+    gil = any(getattr(oracle, "needs_gil", False) for oracle in oracles)
+    workers = min(problem_workers(executor, gil), len(jobs))
+    if isinstance(executor, ThreadExecutor) and gil and executor.n_jobs > 1:
+        names = sorted({_oracle_name(o) for o in oracles if getattr(o, "needs_gil", False)})
+        warnings.warn(f"{', '.join(names)} needs the GIL (a Python oracle): the problems are "
+                      "solved one at a time", RuntimeWarning, stacklevel=3)
+    if workers <= 1:
+        for k, args in jobs:
+            yield func(shared[k], *args)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = [pool.submit(func, shared[k], *args) for k, args in jobs]
+        for fut in futures:
+            yield fut.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _on_dask(client, func, shared, oracles, jobs) -> Iterator:
+    scattered = []
+    try:
+        for item, oracle in zip(shared, oracles):
+            try:
+                scattered.append(client.scatter(item, hash=False))
+            except Exception as exc:
+                _raise_unpicklable(exc, oracle)
+        futures = [client.submit(func, scattered[k], *args, pure=False) for k, args in jobs]
+        for fut, (k, _) in zip(futures, jobs):
+            try:
+                result = fut.result()
+            except Exception as exc:
+                _raise_unpicklable(exc, oracles[k])
+            yield result
+    finally:
+        for fut in scattered:
+            fut.release()
+
+
+def _raise_unpicklable(exc: BaseException, oracle) -> None:
+    """Raise ``exc``, as a TypeError naming the oracle when it is a serialisation error."""
+    if not _is_serialisation_error(exc):
+        raise exc
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    raise TypeError(f"{_oracle_name(oracle)} cannot be sent to the Dask workers (an oracle "
+                    f"must pickle): {root}") from exc
