@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -160,8 +160,9 @@ def grid_search(model_or_oracle, X=None, Y=None, lams: Sequence[float] | None = 
     inline = callback if len(segments) == 1 and not remote else None
     jobs = [(0, (grid[seg], warm_start, tol, options, inline)) for seg in segments]
     with pool if pool is not executor else contextlib.nullcontext():
-        chains = list(map_problems(pool, solve_chain, [problem], jobs))
-    points = join_chains(chains, problem.n, None if inline is not None else callback)
+        # the jobs read the bound oracle, not X: leave it out of what is sent to workers
+        chains = map_problems(pool, solve_chain, [replace(problem, X=None)], jobs)
+        points = join_chains(chains, problem.n, None if inline is not None else callback)
     if remote:
         warn_inexact(points)
     starts = np.arange(m) if warm_start == "cold" else np.array([seg[0] for seg in segments])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ssvm_core.executors import DaskExecutor
 from ssvm_core.problems import map_problems, problem_executor, problem_workers
-from ssvm_paths._chain import check_random_state, solve_chain, warn_inexact
+from ssvm_paths._chain import check_random_state, join_chains, solve_chain, warn_inexact
 from ssvm_paths._common import Problem, check_grid, check_tol, resolve_problem, solver_options
 
 __all__ = ["ValidationCurve", "validation_curve"]
@@ -37,8 +37,9 @@ class ValidationCurve:
         Exact duality gap and dual objective of each solve on its training folds.
     exact : ndarray of bool (m, k)
         Whether each solve's oracle stayed exact.
-    effective_passes : ndarray (m, k)
-        Oracle calls / n_train of each solve (warm starts: cumulative along the fold's chain).
+    effective_passes, times : ndarray (m, k)
+        Oracle calls / n_train and seconds of fold j's solves up to lambda_i, cumulative in
+        grid order (as ``GridSearchResult``).
     statuses : list of list of str
         ``statuses[i][j]``: the solver status at lambda_i on fold j.
     folds : list of (ndarray, ndarray)
@@ -54,6 +55,7 @@ class ValidationCurve:
     duals: np.ndarray
     exact: np.ndarray
     effective_passes: np.ndarray
+    times: np.ndarray
     statuses: list
     folds: list = field(repr=False)
     warm_start: str
@@ -155,7 +157,8 @@ def validation_curve(model, X: Sequence, Y: Sequence, lams: Sequence[float] | No
     shared = []
     for train, test in folds:
         problem = resolve_problem(model, _take(X, train), _take(Y, train), box, cone=False)
-        shared.append(_Fold(problem, _take(X, test), _take(Y, test)))
+        # the jobs read the bound oracle, not X: leave it out of what is sent to workers
+        shared.append(_Fold(replace(problem, X=None), _take(X, test), _take(Y, test)))
     pool = problem_executor(executor, n_jobs)
     gil = any(fold.oracle.needs_gil for fold in shared)
     check_random_state(random_state, problem_workers(pool, gil) > 1
@@ -166,22 +169,21 @@ def validation_curve(model, X: Sequence, Y: Sequence, lams: Sequence[float] | No
             for k in range(len(folds)) for c in chains]
     with pool if pool is not executor else contextlib.nullcontext():
         results = list(map_problems(pool, _fold_chain, shared, jobs))
-    # results: per fold, its chains in grid order
-    per_fold = [[item for chain in results[k * len(chains):(k + 1) * len(chains)]
-                 for item in chain] for k in range(len(folds))]
+    per_fold = [join_chains([[p for p, _ in chain] for chain in
+                             results[k * len(chains):(k + 1) * len(chains)]],
+                            shared[k].problem.n) for k in range(len(folds))]
+    scores = np.array([[s for chain in results[k * len(chains):(k + 1) * len(chains)]
+                        for _, s in chain] for k in range(len(folds))]).T
     if isinstance(pool, DaskExecutor):
-        warn_inexact([p for fold in per_fold for p, _ in fold])
+        warn_inexact([p for fold in per_fold for p in fold])
 
-    def table(get):
-        return np.array([[get(*per_fold[k][i]) for k in range(len(folds))] for i in range(m)])
+    def table(name: str) -> np.ndarray:
+        return np.array([[getattr(fold[i], name) for fold in per_fold] for i in range(m)])
 
-    n_train = np.array([fold.problem.n for fold in shared])
-    calls = table(lambda p, s: p.calls)
-    return ValidationCurve(
-        grid, table(lambda p, s: s), table(lambda p, s: p.gap), table(lambda p, s: p.dual),
-        table(lambda p, s: p.exact).astype(bool), calls / n_train,
-        [[per_fold[k][i][0].status for k in range(len(folds))] for i in range(m)],
-        folds, warm_start, tol)
+    return ValidationCurve(grid, scores, table("gap"), table("dual"), table("exact"),
+                           table("passes"), table("time"),
+                           [[fold[i].status for fold in per_fold] for i in range(m)],
+                           folds, warm_start, tol)
 
 
 def _split(cv, X, Y) -> list[tuple[np.ndarray, np.ndarray]]:
