@@ -11,9 +11,10 @@ import warnings
 
 import numpy as np
 import pytest
+from python_oracles import KillingChain, PythonChain
 
 from ssvm_core import as_oracle, solve
-from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor
+from ssvm_core.executors import DaskExecutor, Executor, SerialExecutor, ThreadExecutor
 from ssvm_core.testing import (
     enumerate_problem,
     primal_by_enumeration,
@@ -195,28 +196,9 @@ def test_validation_curve_takes_a_splitter():
     np.testing.assert_array_equal(a.test_scores, b.test_scores)     # KFold's folds
 
 
-class _PythonChain:
-    """A Python oracle (it needs the GIL) answering as the compiled chain oracle."""
-
-    def __init__(self, oracle, exact=True):
-        self.oracle, self.n_blocks, self.n_features = oracle, oracle.n_blocks, oracle.n_features
-        self.max_labels = oracle.max_labels
-        self._exact = exact
-
-    @property
-    def exact(self):
-        return self._exact
-
-    def solve(self, i, w):
-        return self.oracle.solve_py(i, w)[:3]
-
-    def evaluate(self, i, labels, w):
-        return self.oracle.evaluate_py(i, labels, w)[:2]
-
-
 def test_a_python_oracle_is_solved_one_problem_at_a_time():
     model, X, Y = _data()
-    oracle = _PythonChain(model.bind(X, Y))
+    oracle = PythonChain(model.bind(X, Y))
     serial = grid_search(oracle, lams=GRID[:4], tol=TOL, box=None)
     with pytest.warns(RuntimeWarning, match="needs the GIL"):
         threads = grid_search(oracle, lams=GRID[:4], tol=TOL, box=None, n_jobs=2)
@@ -238,6 +220,8 @@ class _RoundExecutor(Executor):
     ({"executor": "gpu"}, ValueError, "executor must be None, 'serial', 'threads'"),
     ({"executor": object()}, TypeError, "executor must be None, 'serial', 'threads'"),
     ({"executor": _RoundExecutor()}, TypeError, "_RoundExecutor runs oracle calls only"),
+    ({"executor": "serial", "n_jobs": 2}, ValueError, "n_jobs=2 counts threads"),
+    ({"executor": ThreadExecutor(2), "n_jobs": -1}, ValueError, "n_jobs=-1 counts threads"),
     ({"n_jobs": 2, "random_state": np.random.default_rng(0)}, ValueError,
      "random_state must be an int or None when solves run in parallel"),
 ])
@@ -297,7 +281,7 @@ def test_dask_equals_threads(inprocess_client, warm_start):
 @pytest.mark.filterwarnings("ignore:PythonOracle is an approximate max oracle")
 def test_an_inexact_oracle_on_dask_is_reported_here(inprocess_client):
     model, X, Y = _data(n=8)
-    oracle = _PythonChain(model.bind(X, Y), exact=False)
+    oracle = PythonChain(model.bind(X, Y), exact=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                        # the workers' own warnings
         serial = grid_search(oracle, lams=GRID[:3], tol=TOL, box=None, warm_start="cold")
@@ -309,19 +293,25 @@ def test_an_inexact_oracle_on_dask_is_reported_here(inprocess_client):
     np.testing.assert_array_equal(dask.gaps, serial.gaps)
 
 
-def test_an_oracle_that_does_not_pickle_is_named():
-    import threading
-
-    model, X, Y = _data(n=6)
-    oracle = _PythonChain(model.bind(X, Y))
-    oracle.lock = threading.Lock()                             # a lock does not pickle
+@pytest.fixture(scope="module")
+def process_client():
+    """One worker process (its nanny restarts it when it dies)."""
     with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
                                   dashboard_address=":0", silence_logs=50) as cluster, \
             distributed.Client(cluster) as client:
-        with pytest.raises(TypeError) as info:
-            grid_search(oracle, lams=GRID[:2], tol=TOL, box=None, executor=client)
+        yield client
+
+
+def test_an_oracle_that_does_not_pickle_is_named(process_client):
+    import threading
+
+    model, X, Y = _data(n=6)
+    oracle = PythonChain(model.bind(X, Y))
+    oracle.lock = threading.Lock()                             # a lock does not pickle
+    with pytest.raises(TypeError) as info:
+        grid_search(oracle, lams=GRID[:2], tol=TOL, box=None, executor=process_client)
     message = str(info.value)
-    assert "_PythonChain cannot be sent to the Dask workers (an oracle must pickle)" in message
+    assert "PythonChain cannot be sent to the Dask workers (an oracle must pickle)" in message
     assert "cannot pickle '_thread.lock' object" in message
 
 
@@ -342,3 +332,16 @@ def test_problem_executors():
     got = list(map_problems(ThreadExecutor(2), job, [0.05, 0.0], [(0, (k,)) for k in range(3)]
                             + [(1, (k,)) for k in range(3, 6)]))
     assert got == list(range(6))
+
+
+def test_a_killed_worker_leaves_the_search_undisturbed(process_client, tmp_path):
+    """The only worker dies mid-solve (its nanny restarts it): the oracle is sent again
+    and the solve submitted again, with the serial search's result."""
+    model, X, Y = _data(n=8)
+    oracle = KillingChain(model.bind(X, Y), tmp_path / "killed")
+    undisturbed = grid_search(oracle, lams=GRID[:4], tol=TOL, box=None)
+    executor = DaskExecutor(process_client)
+    result = grid_search(oracle, lams=GRID[:4], tol=TOL, box=None, executor=executor)
+    assert (tmp_path / "killed").exists() and executor.resubmitted >= 1
+    _assert_points_equal(result, undisturbed)
+    np.testing.assert_array_equal(result.effective_passes, undisturbed.effective_passes)

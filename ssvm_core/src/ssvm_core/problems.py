@@ -11,9 +11,11 @@ finishes first:
   solvers' kernels and Cython oracles release the GIL).  Problems of a Python
   oracle (``needs_gil``) run one at a time, with a ``RuntimeWarning``.
 - ``DaskExecutor(client)``: the shared data (bound oracles and what the jobs
-  read with them) are scattered to the cluster once; each job is one
-  ``client.submit`` of a whole solve.  Data, job function and job arguments
-  must pickle; an oracle that does not is named in the error.
+  read with them) are sent to every worker once (``scatter(broadcast=True)``);
+  each job is one ``client.submit`` of a whole solve.  Data, job function and
+  job arguments must pickle; an oracle that does not is named in the error.
+  A job lost with its worker runs again elsewhere (the data are sent anew if
+  no worker holds them any more, up to the executor's ``max_retries``).
 
 Jobs are not nested: a solve inside a job makes its own oracle calls in its
 worker (the serial executor), so the job function must not pass an
@@ -33,6 +35,7 @@ from ssvm_core.executors import (
     SerialExecutor,
     ThreadExecutor,
     _is_serialisation_error,
+    _lost_errors,
     _oracle_name,
     resolve_executor,
 )
@@ -51,7 +54,9 @@ def problem_executor(executor=None, n_jobs: int | None = None) -> Executor:
         when ``n_jobs`` asks for more than one, else serial (``n_jobs`` of
         ``GridSearchCV``).
     n_jobs : int or None, default None
-        Problems solved at once in threads (None: 1, -1: every core).
+        Problems solved at once in threads (None: 1, -1: every core); only
+        alone or with ``executor="threads"`` (other executors have their own
+        workers).
 
     Returns
     -------
@@ -60,6 +65,9 @@ def problem_executor(executor=None, n_jobs: int | None = None) -> Executor:
     jobs = effective_n_jobs(n_jobs)            # n_jobs=0 and non-integers fail here
     if executor is None:
         executor = "threads" if jobs > 1 else "serial"
+    elif n_jobs not in (None, 1) and not (isinstance(executor, str) and executor == "threads"):
+        raise ValueError(f"n_jobs={n_jobs} counts threads: give it alone or with "
+                         f"executor='threads', not with executor={executor!r}")
     pool = resolve_executor(executor, n_jobs)
     if not isinstance(pool, (SerialExecutor, ThreadExecutor, DaskExecutor)):
         raise TypeError(f"{type(pool).__name__} runs oracle calls only; independent problems "
@@ -100,7 +108,7 @@ def map_problems(executor: Executor, func: Callable[..., Any], shared: Sequence,
     jobs = [(int(k), tuple(args)) for k, args in jobs]
     oracles = [getattr(item, "oracle", item) for item in shared]
     if isinstance(executor, DaskExecutor):
-        yield from _on_dask(executor.client, func, shared, oracles, jobs)
+        yield from _on_dask(executor, func, shared, oracles, jobs)
         return
     gil = any(getattr(oracle, "needs_gil", False) for oracle in oracles)
     workers = min(problem_workers(executor, gil), len(jobs))
@@ -121,24 +129,49 @@ def map_problems(executor: Executor, func: Callable[..., Any], shared: Sequence,
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_dask(client, func, shared, oracles, jobs) -> Iterator:
-    scattered = []
+def _on_dask(executor: DaskExecutor, func, shared, oracles, jobs) -> Iterator:
+    """``map_problems`` on Dask: every shared item is sent to every worker once; a job
+    whose data were lost with their workers is submitted again after sending them anew."""
+    client = executor.client
+    lost_errors = _lost_errors()
+    scattered: list = [None] * len(shared)
+
+    def place(k: int) -> None:
+        try:
+            scattered[k] = client.scatter(shared[k], broadcast=True, hash=False)
+        except Exception as exc:
+            _raise_unpicklable(exc, oracles[k])
+
+    def submit(j: int):
+        k, args = jobs[j]
+        return scattered[k], client.submit(func, scattered[k], *args, pure=False)
+
     try:
-        for item, oracle in zip(shared, oracles):
-            try:
-                scattered.append(client.scatter(item, hash=False))
-            except Exception as exc:
-                _raise_unpicklable(exc, oracle)
-        futures = [client.submit(func, scattered[k], *args, pure=False) for k, args in jobs]
-        for fut, (k, _) in zip(futures, jobs):
-            try:
-                result = fut.result()
-            except Exception as exc:
-                _raise_unpicklable(exc, oracles[k])
+        for k in range(len(shared)):
+            place(k)
+        submitted = [submit(j) for j in range(len(jobs))]
+        for j, (k, _) in enumerate(jobs):
+            for attempt in range(executor.max_retries + 1):
+                data, fut = submitted[j]
+                try:
+                    result = fut.result()
+                    break
+                except lost_errors:
+                    if attempt == executor.max_retries:
+                        raise RuntimeError(f"Dask workers were lost {attempt + 1} times in a "
+                                           "row; giving up") from None
+                    if data is scattered[k]:        # not sent again by an earlier job
+                        data.release()
+                        place(k)
+                    submitted[j] = submit(j)
+                    executor.resubmitted += 1
+                except Exception as exc:
+                    _raise_unpicklable(exc, oracles[k])
             yield result
     finally:
         for fut in scattered:
-            fut.release()
+            if fut is not None:
+                fut.release()
 
 
 def _raise_unpicklable(exc: BaseException, oracle) -> None:

@@ -169,11 +169,11 @@ def validation_curve(model, X: Sequence, Y: Sequence, lams: Sequence[float] | No
             for k in range(len(folds)) for c in chains]
     with pool if pool is not executor else contextlib.nullcontext():
         results = list(map_problems(pool, _fold_chain, shared, jobs))
-    per_fold = [join_chains([[p for p, _ in chain] for chain in
-                             results[k * len(chains):(k + 1) * len(chains)]],
-                            shared[k].problem.n) for k in range(len(folds))]
-    scores = np.array([[s for chain in results[k * len(chains):(k + 1) * len(chains)]
-                        for _, s in chain] for k in range(len(folds))]).T
+    by_fold = [results[k * len(chains):(k + 1) * len(chains)] for k in range(len(folds))]
+    per_fold = [join_chains([[p for p, _ in chain] for chain in fold_chains], fold.problem.n)
+                for fold, fold_chains in zip(shared, by_fold)]
+    scores = np.array([[s for chain in fold_chains for _, s in chain]
+                       for fold_chains in by_fold]).T
     if isinstance(pool, DaskExecutor):
         warn_inexact([p for fold in per_fold for p in fold])
 
