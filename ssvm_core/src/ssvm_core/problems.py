@@ -34,9 +34,8 @@ from ssvm_core.executors import (
     Executor,
     SerialExecutor,
     ThreadExecutor,
-    _is_serialisation_error,
-    _lost_errors,
-    _oracle_name,
+    lost_worker_errors,
+    pickling_error,
     resolve_executor,
 )
 from ssvm_core.parallel import effective_n_jobs
@@ -113,7 +112,7 @@ def map_problems(executor: Executor, func: Callable[..., Any], shared: Sequence,
     gil = any(getattr(oracle, "needs_gil", False) for oracle in oracles)
     workers = min(problem_workers(executor, gil), len(jobs))
     if isinstance(executor, ThreadExecutor) and gil and executor.n_jobs > 1:
-        names = sorted({_oracle_name(o) for o in oracles if getattr(o, "needs_gil", False)})
+        names = sorted({type(o).__name__ for o in oracles if getattr(o, "needs_gil", False)})
         warnings.warn(f"{', '.join(names)} needs the GIL (a Python oracle): the problems are "
                       "solved one at a time", RuntimeWarning, stacklevel=3)
     if workers <= 1:
@@ -133,7 +132,7 @@ def _on_dask(executor: DaskExecutor, func, shared, oracles, jobs) -> Iterator:
     """``map_problems`` on Dask: every shared item is sent to every worker once; a job
     whose data were lost with their workers is submitted again after sending them anew."""
     client = executor.client
-    lost_errors = _lost_errors()
+    lost_errors = lost_worker_errors()
     scattered: list = [None] * len(shared)
 
     def place(k: int) -> None:
@@ -175,11 +174,8 @@ def _on_dask(executor: DaskExecutor, func, shared, oracles, jobs) -> Iterator:
 
 
 def _raise_unpicklable(exc: BaseException, oracle) -> None:
-    """Raise ``exc``, as a TypeError naming the oracle when it is a serialisation error."""
-    if not _is_serialisation_error(exc):
+    """Raise ``exc``, or the error naming ``oracle`` when it failed to serialise it."""
+    error = pickling_error(oracle, exc)
+    if error is None:
         raise exc
-    root = exc
-    while root.__cause__ is not None:
-        root = root.__cause__
-    raise TypeError(f"{_oracle_name(oracle)} cannot be sent to the Dask workers (an oracle "
-                    f"must pickle): {root}") from exc
+    raise error from exc
