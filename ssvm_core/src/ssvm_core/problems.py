@@ -19,7 +19,11 @@ finishes first:
 
 Jobs are not nested: a solve inside a job makes its own oracle calls in its
 worker (the serial executor), so the job function must not pass an
-executor or ``n_jobs`` on to ``ssvm_core.solve``.
+executor or ``n_jobs`` on to ``ssvm_core.solve``.  Jobs in threads share
+one oracle object, jobs on a Dask worker share that worker's copy: an
+oracle whose answers depend on earlier calls (an ``ApproximateOracle``'s
+memory) answers differently than in a serial loop; counters count every
+job's calls.
 """
 
 from __future__ import annotations
@@ -95,7 +99,7 @@ def map_problems(executor: Executor, func: Callable[..., Any], shared: Sequence,
     shared : sequence
         The data the jobs share, each item a bound oracle or an object with an
         ``oracle`` attribute (for the GIL rule and error messages); on Dask
-        every item is scattered once.
+        every item is sent to every worker once.
     jobs : sequence of (int, tuple)
         The index of the shared item and the further arguments of each job.
 
