@@ -125,7 +125,9 @@ def validation_curve(model, X: Sequence, Y: Sequence, lams: Sequence[float] | No
         ``split(X, Y)`` (a scikit-learn splitter).
     scoring : callable, optional
         ``scoring(model, w, X_test, Y_test) -> float``, higher is better
-        (default ``mean_loss_score``: 1 - the mean task loss).  On Dask it must pickle.
+        (default ``mean_loss_score``: 1 - the mean task loss).  A task metric of
+        ``ssvm_data.metrics`` fits in one line, e.g. ``hamming_accuracy(Y_test,
+        model.predict(X_test, w))``.  On Dask it must pickle (a module-level function).
     warm_start : {"cold", "keep-duals", "keep-primal"}, default "keep-duals"
         As for ``grid_search``; a warm-started fold is one chain along the whole
         grid, so the result does not depend on the executor.
