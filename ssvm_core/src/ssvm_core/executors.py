@@ -417,3 +417,25 @@ def resolve_executor(executor=None, n_jobs: int | None = None) -> Executor:
         return DaskExecutor(executor)
     raise TypeError(f"executor must be None, 'serial', 'threads', a dask Client or an "
                     f"Executor, got {type(executor).__name__}")
+
+
+# -- shared with whole problems on Dask (ssvm_core.problems) ------------------------------
+
+def pickling_error(oracle, exc: BaseException) -> TypeError | None:
+    """The error to show when ``exc`` is a failure to send ``oracle`` to Dask, else None.
+
+    A TypeError naming the oracle (``PythonOracle``: the object it adapts) and the
+    first cause of the failure (e.g. "cannot pickle '_thread.lock' object").
+    """
+    if not _is_serialisation_error(exc):
+        return None
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    return TypeError(f"{_oracle_name(oracle)} cannot be sent to the Dask workers (an oracle "
+                     f"must pickle): {root}")
+
+
+def lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions meaning a Dask task or its data were lost with a worker."""
+    return _lost_errors()

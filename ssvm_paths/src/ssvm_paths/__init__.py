@@ -6,6 +6,7 @@ from ssvm_paths.grid import DEFAULT_GRID, WARM_STARTS, GridSearchResult, grid_se
 from ssvm_paths.path import regularization_path
 from ssvm_paths.plotting import plot_costs
 from ssvm_paths.result import RegularizationPath
+from ssvm_paths.validation import ValidationCurve, mean_loss_score, validation_curve
 
 __version__ = _version("ssvm-paths")
 
@@ -14,8 +15,11 @@ __all__ = [
     "WARM_STARTS",
     "GridSearchResult",
     "RegularizationPath",
+    "ValidationCurve",
     "__version__",
     "grid_search",
+    "mean_loss_score",
     "plot_costs",
     "regularization_path",
+    "validation_curve",
 ]

@@ -10,6 +10,9 @@ from ssvm_core import as_oracle
 from ssvm_core.options import NAMES, PATH_NAMES, validate
 from ssvm_core.validation import resolve_box
 
+WARM_STARTS = ("cold", "keep-duals", "keep-primal")
+DEFAULT_GRID = 2.0 ** np.arange(15, -16, -1)     # 2^15, ..., 2^-15 (Osokin et al. (2016), Sec. 5.2)
+
 
 @dataclass
 class Problem:
@@ -83,3 +86,24 @@ def check_eps_kappa(eps: float, kappa: float) -> tuple[float, float]:
     if not 0.0 < kappa < 1.0:
         raise ValueError(f"kappa must be in the open interval (0, 1), got {kappa}")
     return eps, kappa
+
+
+def check_grid(lams, warm_start: str) -> np.ndarray:
+    """The grid of lambdas (``DEFAULT_GRID`` for None), checked for ``warm_start``."""
+    if warm_start not in WARM_STARTS:
+        raise ValueError(f"warm_start must be one of {WARM_STARTS}, got {warm_start!r}")
+    grid = DEFAULT_GRID.copy() if lams is None else np.asarray(lams, dtype=float).ravel()
+    if grid.size == 0 or not (np.all(np.isfinite(grid)) and np.all(grid > 0)):
+        raise ValueError("lams must be a non-empty sequence of finite positive numbers")
+    if warm_start != "cold" and np.any(np.diff(grid) >= 0):
+        raise ValueError(f"warm_start={warm_start!r} needs a strictly decreasing grid")
+    return grid
+
+
+def check_tol(tol: float | None, eps: float, kappa: float) -> float:
+    """The exact-gap tolerance of every point: ``tol``, or kappa eps when it is None."""
+    eps, kappa = check_eps_kappa(eps, kappa)
+    tol = kappa * eps if tol is None else float(tol)
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a finite positive number, got {tol}")
+    return tol
