@@ -32,11 +32,14 @@ def bench(monkeypatch):
     import ssvm_bench.common
     import ssvm_bench.memory
     import ssvm_bench.oracles
+    import ssvm_bench.problems
     import ssvm_bench.solvers
 
     for cached in (ssvm_bench.common._load_words, ssvm_bench.common._bound_oracle,
                    ssvm_bench.common.graphcut_problem, ssvm_bench.solvers._pass_inputs,
-                   ssvm_bench.memory._state):
+                   ssvm_bench.memory._state, ssvm_bench.problems.bound_problem,
+                   ssvm_bench.problems._problem_data, ssvm_bench.memory.fresh_problem_state,
+                   ssvm_bench.solvers._storage_pass_state):
         cached.cache_clear()
     # ``params`` is evaluated at import, from the environment of that moment.
     ssvm_bench.solvers._variant_state.cache_clear()
@@ -46,6 +49,9 @@ def bench(monkeypatch):
         monkeypatch.setattr(suite, "params", params)
     monkeypatch.setattr(ssvm_bench.oracles.GraphCutSuite, "params",
                         [["horseseg-like-fast"], *ssvm_bench.oracles.GraphCutSuite.params[1:]])
+    for suite in (ssvm_bench.memory.BlockStorageMemorySuite,
+                  ssvm_bench.solvers.BlockStoragePassSuite):
+        monkeypatch.setattr(suite, "params", [["synthetic-fast"], *suite.params[1:]])
     return ssvm_bench
 
 
@@ -180,6 +186,85 @@ def test_state_memory_suite(bench):
     assert found["compact"] == 8 * sum(len(y) * K + (K * K if len(y) > 1 else 0) for y in Y)
 
 
+def _compact_coordinates(name: str, X, Y) -> int:
+    """Coordinates of a problem's compact blocks, by the formulas of the models' docs."""
+    if name == "chain":          # T K token-label + K K transition coordinates
+        return sum(len(y) * 26 + (26 * 26 if len(y) > 1 else 0) for y in Y)
+    if name == "multiclass":     # K coefficients per example
+        return 10 * len(X)
+    if name == "graph":          # n K node-label + K (K + 1) / 2 symmetric pairwise
+        return sum(len(y) * 4 + 10 for y in Y)
+    if name == "grid":           # H W K pixel-label + 3 pairwise (K = 2)
+        return sum(y.size * 2 + 3 for y in Y)
+    if name == "multilabel":     # L label coefficients + 4 per label pair
+        return len(X) * (6 + 4 * 15)
+    if name == "binary":         # one coefficient
+        return len(X)
+    if name == "graphcut":       # one per node + n_pairwise
+        return sum(x.unary.shape[0] + x.pairwise.shape[1] for x in X)
+    assert name == "matching"    # one per candidate edge
+    return sum(len(x[2]) for x in X)
+
+
+#: What ``blocks="auto"`` must pick on the fast problems (the models' docs: compact unless
+#: it takes more memory than dense, as on grids of more pixels than features and on
+#: pairs with more candidate edges than features; pose: dense only).
+AUTO_FAST = {"chain": "compact", "multiclass": "compact", "graph": "compact", "grid": "dense",
+             "multilabel": "compact", "binary": "compact", "graphcut": "compact",
+             "matching": "dense", "pose": "dense"}
+
+
+def test_block_storage_memory_suite(bench):
+    suite_cls = bench.memory.BlockStorageMemorySuite
+    problems = bench.problems.PROBLEMS
+    assert _methods(suite_cls) == ["track_block_bytes", "track_state_file_bytes"]
+    assert suite_cls.params[1] == list(problems) == list(AUTO_FAST)
+    suite = suite_cls()
+    for dataset, name, storage in itertools.product(*suite_cls.params):
+        problem = problems[name]
+        if storage != "auto" and storage not in problem.storages:
+            with pytest.raises(NotImplementedError, match=f"no {storage} blocks"):
+                suite.setup(dataset, name, storage)
+            continue
+        suite.setup(dataset, name, storage)
+        X, Y = problem.data(problem.fast_size)
+        oracle = bench.problems.bound_problem(dataset, name, storage)[1]
+        assert oracle.n_blocks == len(X) == problem.fast_size
+        expected = AUTO_FAST[name] if storage == "auto" else storage
+        assert suite.state.block_storage == expected
+        nbytes = suite.track_block_bytes(dataset, name, storage)
+        if expected == "dense":
+            assert nbytes == 8 * len(X) * oracle.n_features
+        elif expected == "compact":
+            assert nbytes == 8 * _compact_coordinates(name, X, Y)
+        assert suite.track_state_file_bytes(dataset, name, storage) > nbytes / 2
+    assert "compact" not in problems["pose"].storages
+    with pytest.raises(ValueError, match="no compact block basis"):
+        problems["pose"].model("compact")
+
+
+def test_block_storage_pass_suite(bench):
+    suite_cls = bench.solvers.BlockStoragePassSuite
+    assert _methods(suite_cls) == ["time_one_pass"]
+    suite = suite_cls()
+    ran = set()
+    for dataset, name, storage in itertools.product(*suite_cls.params):
+        try:
+            suite.setup(dataset, name, storage)
+        except NotImplementedError:
+            continue
+        oracle, state = bench.solvers._storage_pass_state(dataset, name, storage)
+        steps, passes = state.n_steps, state.passes
+        suite.time_one_pass(dataset, name, storage)
+        assert state.n_steps == steps + oracle.n_blocks and state.passes == passes + 1
+        assert np.all(np.isfinite(state.w))
+        if name in ("graphcut", "pose"):        # solve's default box: the model's bounds
+            lower, upper = oracle.weight_bounds()
+            assert state.has_box and np.all((lower <= state.w) & (state.w <= upper))
+        ran.add((name, storage))
+    assert len(ran) == 2 * 4 + 6 * 3 + 2      # sparse: chains, multiclass; pose: dense only
+
+
 def _run_ocr(blocks, tmp_path):
     out = tmp_path / f"ocr-{blocks}.json"
     report = load_bench_script("bench_ocr").main(["--synthetic", "12", "--passes", "2",
@@ -253,6 +338,44 @@ def test_bench_blocks_script(tmp_path, capsys):
         assert row["shuffled_oracle_pass_s"] > 0 and row["ratio_shuffled"] > 0
         assert row["state_file_bytes"] > 0 and row["peak_rss_bytes"] > 10 * 2 ** 20
     assert "compact  pass" in capsys.readouterr().out
+
+
+def test_bench_blocks_script_every_model(tmp_path, capsys):
+    """--data all: every model, the storage "auto" picks, bytes by the models' formulas."""
+    out = tmp_path / "all.json"
+    script = load_bench_script("bench_blocks")
+    report = script.main(["--data", "all", "--words", "6", "--examples", "30", "--size", "3",
+                          "--warmup", "0", "--repeat", "1", "--in-process",
+                          "--json", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(report))
+    printed = capsys.readouterr().out
+    assert "summary: block bytes" in printed and "no compact block basis" in printed
+    summary = {row["model"]: row for row in report["summary"]}
+    assert list(summary) == list(AUTO_FAST)
+    assert {m: row["auto"] for m, row in summary.items()} == AUTO_FAST
+    for model, result in zip(summary, report["models"].values(), strict=True):
+        rows = {row["storage"]: row for row in result["rows"]}
+        offered = script.PROBLEMS[model].storages
+        assert list(rows) == list(offered)
+        assert summary[model]["compact_offered"] == ("compact" in offered)
+        assert all(row["block_storage"] == s for s, row in rows.items())
+        dense = rows["dense"]
+        assert dense["block_bytes"] == 8 * dense["n"] * dense["d"]
+        for row in rows.values():
+            assert row["pass_s"] > 0 and row["oracle_pass_s"] > 0
+            assert summary[model]["block_bytes"][row["storage"]] == row["block_bytes"]
+    assert summary["multiclass"]["block_bytes"]["compact"] == 8 * 10 * 30
+    assert summary["binary"]["block_bytes"]["compact"] == 8 * 3
+    assert "none" in printed.split("summary:")[1].splitlines()[-2]     # the pose row
+
+
+def test_bench_blocks_script_rejects_a_storage_the_model_lacks():
+    script = load_bench_script("bench_blocks")
+    with pytest.raises(SystemExit):
+        script.parse_args(["--data", "graph", "--storages", "sparse"])
+    with pytest.raises(SystemExit):
+        script.parse_args(["--data", "pose", "--storages", "compact"])
+    assert script.parse_args(["--data", "all", "--storages", "sparse"]).storages == ["sparse"]
 
 
 def test_bench_ocr_script(monkeypatch, tmp_path, capsys):

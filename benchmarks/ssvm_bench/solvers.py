@@ -1,5 +1,6 @@
 """Solvers on OCR-large: BCFW at lambda = 0.01 (time per pass, certified gaps, peak
-memory) and the 8 variants of Osokin et al. (2016), Fig. 3 at lambda = 0.001."""
+memory) and the 8 variants of Osokin et al. (2016), Fig. 3 at lambda = 0.001; one BCFW
+pass of every model by block storage (``problems.PROBLEMS``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from .common import (
     bound_oracle,
     data_home,
 )
+from .problems import PROBLEMS, SUITE_STORAGES, bound_problem, solver_state, storage_dataset
 
 #: Passes of the gap and memory benchmarks.
 GAP_PASSES = 10
@@ -193,3 +195,36 @@ class VariantsSuite(SSVMBenchmark):
         return results[dataset, variant]["effective_passes"]
 
     track_effective_passes_after_10_passes.unit = "effective passes"
+
+
+@functools.lru_cache(maxsize=2)
+def _storage_pass_state(dataset: str, name: str, storage: str):
+    """``(oracle, state)`` of problem ``name`` after one BCFW pass (cached per process)."""
+    model, oracle = bound_problem(dataset, name, storage)
+    state = solver_state(model, oracle, LAM, averaging=True)
+    _fw.bcfw_pass(oracle, state, block_order(oracle.n_blocks, ORDER_SEED + 1), True)
+    state.passes += 1
+    return oracle, state
+
+
+class BlockStoragePassSuite(SSVMBenchmark):
+    """One BCFW pass by model and block storage, on the problems of ``problems.PROBLEMS``.
+
+    - ``time_one_pass``: n block steps (``_fw.bcfw_pass``, line search, averaging,
+      lambda = 0.01, the model's box for graph cuts and pose trees) continuing a run
+      whose first pass (which page-faults the blocks in) ran in ``setup``.  Storages a
+      model does not offer are skipped, as in ``memory.BlockStorageMemorySuite``;
+      ``auto`` is the storage ``blocks="auto"`` picks.
+    """
+
+    params: ClassVar[list] = [[storage_dataset()], list(PROBLEMS), list(SUITE_STORAGES)]
+    param_names: ClassVar[list] = ["dataset", "model", "storage"]
+
+    def setup(self, dataset, model, storage):
+        _storage_pass_state(dataset, model, storage)
+
+    def time_one_pass(self, dataset, model, storage):
+        oracle, state = _storage_pass_state(dataset, model, storage)
+        _fw.bcfw_pass(oracle, state, block_order(oracle.n_blocks, ORDER_SEED + state.passes),
+                      True)
+        state.passes += 1
