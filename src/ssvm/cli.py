@@ -330,9 +330,10 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
     if args.scheduler is not None:
         return stack.enter_context(distributed.Client(args.scheduler))
-    cluster = stack.enter_context(distributed.LocalCluster(
-        n_workers=args.dask_local, threads_per_worker=1, processes=True,
-        dashboard_address=":0"))
+    from ssvm_core.dask_cluster import local_cluster
+
+    # its workers ignore Ctrl-C: it stops the run after its round, with the workers alive
+    cluster = stack.enter_context(local_cluster(args.dask_local))
     return stack.enter_context(distributed.Client(cluster))
 
 
