@@ -334,7 +334,10 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
     # its workers ignore Ctrl-C: it stops the run after its round, with the workers alive
     cluster = stack.enter_context(local_cluster(args.dask_local))
-    return stack.enter_context(distributed.Client(cluster))
+    client = stack.enter_context(distributed.Client(cluster))
+    print(f"Dask: a local cluster of {args.dask_local} worker processes (dashboard "
+          f"{client.dashboard_link}); Ctrl-C stops the run after its round")
+    return client
 
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:

@@ -484,9 +484,9 @@ class _WVersions:
         index_type = np.int32 if w.shape[0] < 2 ** 31 else np.int64
         self.w[changed] = w[changed]
         self._changes.append((self.version, changed.astype(index_type)))
-        # a union larger than w is sent whole anyway: keep at most d entries
+        # a union as large as w is sent whole anyway: keep fewer than d entries
         total = sum(index.shape[0] for _, index in self._changes)
-        while self._changes and total > w.shape[0]:
+        while self._changes and total >= w.shape[0]:
             total -= self._changes.pop(0)[1].shape[0]
 
     def changes_since(self, version: int | None) -> np.ndarray | None:
