@@ -12,14 +12,19 @@ worker answered first: answers are assembled in a fixed order.
   with a ``RuntimeWarning``.
 - ``DaskExecutor(client)``: a ``dask.distributed`` cluster.  The bound oracle
   is cut into one shard of consecutive blocks per worker and each shard is
-  scattered to its worker once; a round sends only w and block indices to
-  the shards holding them and gets answers back.  Oracles with a
+  scattered to its worker once, where it keeps a copy of w; a round sends
+  the shards holding its blocks the block indices and the entries of w that
+  changed since their copy (new values, versioned: the copy equals w bit for
+  bit; w whole when that is smaller) and gets answers back.  Oracles with a
   ``take_blocks(indices)`` method (returning the oracle of those blocks) are
   sliced, so a worker holds only its shard's data; other oracles cannot be
   sliced generically (a compiled oracle's data layout is private to it), so
   their shard carries the whole oracle and uses only its own blocks.  When a
-  worker is lost, its shards are scattered again from the client's copy and
-  the lost tasks are submitted again: the round's answers are the same.
+  worker is lost, its shards are scattered again from the client's copy (to
+  a worker the nanny restarts, when it was the last one) and the lost tasks
+  are submitted again: the round's answers are the same.  When no worker is
+  left, ``WorkersLostError`` ends the run with its model kept (``solve``'s
+  status ``"workers lost"``).
   Every answer comes back with the exactness of the worker's copy of the
   oracle (``exact``, e.g. False once a graph-cut oracle fell back to loopy
   max-product there), so a fallback on any worker makes the run approximate,
@@ -335,13 +340,16 @@ class DaskExecutor(Executor):
                             f"workers (an oracle must pickle): {root}") from exc
         self._homes[k], self._held[k] = home, None
 
-    def _restore(self, lost: list[int]) -> None:
-        """Scatter the shards ``lost`` again (to the workers there are, once there are)."""
+    def _restore(self, keys) -> None:
+        """Scatter the shards ``keys`` (again: a lost one is released first) to the workers
+        there are, once there are."""
         for attempt in range(self.max_retries + 1):
             workers = self._live_workers()
             try:
-                for k in lost:
-                    self._shards[k].release()
+                for k in keys:
+                    if self._shards[k] is not None:
+                        self._shards[k].release()
+                        self._shards[k] = None
                     self._scatter(k, workers)
                 return
             except (TimeoutError, OSError):       # that worker went too: ask again
@@ -385,8 +393,7 @@ class DaskExecutor(Executor):
         self._bounds = np.linspace(0, n, n_shards + 1).round().astype(np.intp)
         self._shards, self._homes = [None] * n_shards, [None] * n_shards
         self._held = [None] * n_shards
-        for k in range(n_shards):
-            self._scatter(k, workers)
+        self._restore(range(n_shards))
 
     def _run(self, keys, submit) -> dict:
         """``{k: submit(k).result()}``: shards of lost tasks are scattered again, shards
