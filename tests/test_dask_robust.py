@@ -295,8 +295,11 @@ def test_sigint_to_the_process_group_keeps_ssvm_train_s_outputs(tmp_path):
                            "synthetic-chain", "--tol", "0", "--max-passes", "1000000",
                            "--gap-check-every", "1000000", "--batch-blocks", "4",
                            "--dask-local", "2", "--quiet", "--out", str(out)])
-    _wait_for(proc, "Dask: a local cluster of 2 worker processes")
-    time.sleep(3.0)                                        # training, on the workers
+    line = _wait_for(proc, "Dask: a local cluster of 2 worker processes at ")[-1]
+    # training has started (the stop handler is in place) once the shards are scattered
+    with distributed.Client(line.split(" at ")[1].split()[0], timeout=60) as watcher:
+        while not watcher.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)):
+            time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr

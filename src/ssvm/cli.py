@@ -335,8 +335,9 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
     # its workers ignore Ctrl-C: it stops the run after its round, with the workers alive
     cluster = stack.enter_context(local_cluster(args.dask_local))
     client = stack.enter_context(distributed.Client(cluster))
-    print(f"Dask: a local cluster of {args.dask_local} worker processes (dashboard "
-          f"{client.dashboard_link}); Ctrl-C stops the run after its round")
+    print(f"Dask: a local cluster of {args.dask_local} worker processes at "
+          f"{cluster.scheduler_address} (dashboard {client.dashboard_link}); Ctrl-C stops "
+          "the run after its round")
     return client
 
 
