@@ -18,6 +18,8 @@ import ssvm.cli
 from ssvm.cli import main
 from ssvm_core import ConvergenceWarning, FrankWolfeSSVM, SolverState
 from ssvm_core.convergence import passes_to_tol
+from ssvm_core.exceptions import WorkersLostError
+from ssvm_core.executors import SerialExecutor
 from ssvm_core.files import FolderGeneration
 
 TRAIN = ["train", "--dataset", "synthetic-chain", "--max-passes", "3", "--gap-check-every", "1",
@@ -236,6 +238,37 @@ def test_sigterm_stops_a_training_run_after_its_pass_and_keeps_the_outputs(tmp_p
                  "--out", str(tmp_path / "more")]) == 0
     assert [r["pass"] for r in history(tmp_path / "more")["history"]][-3:] == [
         state.passes, state.passes + 1, state.passes + 2]
+
+
+class _LosingExecutor(SerialExecutor):
+    """Answers its rounds serially, then loses its (imaginary) cluster after ``rounds``."""
+
+    def __init__(self, rounds):
+        self.rounds = rounds
+
+    def local_threads(self, oracle):
+        return None                                   # every round through solve_blocks
+
+    def solve_blocks(self, oracle, w, blocks, n_samples=1):
+        if self.rounds == 0:
+            raise WorkersLostError("the Dask cluster has no worker left")
+        self.rounds -= 1
+        return super().solve_blocks(oracle, w, blocks, n_samples)
+
+
+def test_a_run_whose_cluster_is_lost_writes_its_outputs(workdir, monkeypatch, capsys):
+    monkeypatch.setattr(ssvm.cli, "_enter_executor", lambda args, stack: _LosingExecutor(25))
+    out = workdir / "lost"
+    with pytest.warns(RuntimeWarning, match="status 'workers lost'; the model and its state"):
+        assert main(["train", "--dataset", "synthetic-chain", "--batch-blocks", "4", "--tol",
+                     "0", "--max-passes", "50", "--quiet", "--out", str(out)]) == 0
+    assert "status workers lost" in capsys.readouterr().out
+    report = history(out)
+    assert report["summary"]["status"] == "workers lost"
+    state = SolverState.load(out / "state.npz")
+    state.check(atol=1e-12)
+    assert state.n_steps == 25 * 4 and report["history"][-1]["pass"] == state.passes
+    assert np.load(out / "model.npz")["w"].shape == (state.n_features,)
 
 
 def _chain():

@@ -23,6 +23,14 @@ without it, and the report says so).  For each problem:
   block steps, i.e. n oracle calls (the effective passes of Lacoste-Julien
   et al. (2013), gap checks not counted).
 
+- **bytes of w per round** (``--w-bytes R``, on a ``LocalCluster`` of ``--workers``
+  processes): ``R`` rounds of tau = ``--w-bytes-tau`` from the warm state with
+  ``DaskExecutor(sparse_w=False)`` (w sent whole to every shard every round) and
+  ``sparse_w=True`` (each shard keeps a copy of w and gets the entries that changed,
+  after a first whole copy), counted by ``DaskExecutor.bytes_sent``.  Bytes are not
+  timings: they can be measured on a loaded machine.  ``conll`` (CoNLL-2000 from
+  ``$SSVM_DATA_HOME``, the registry's model, d = 7.7 M) is a problem for this mode.
+
 Writes a CSV (one row per measurement), a PNG (time per pass against tau;
 median gap against passes) and, with ``--json``, the report with the
 machine header.  Timings on a shared machine are noisy: the executors are
@@ -51,7 +59,8 @@ from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolv
 from ssvm_core.files import atomic_write
 from ssvm_core.minibatch import minibatch_pass
 
-PROBLEMS = ("pose", "horseseg", "ocr")
+PROBLEMS = ("pose", "horseseg", "ocr", "conll")
+DEFAULT_PROBLEMS = ("pose", "horseseg", "ocr")
 EXECUTORS = ("serial", "threads", "dask")
 
 
@@ -95,6 +104,10 @@ def _problem(name: str, args) -> dict:
         return {"oracle": model.bind(X, Y), "lam": args.horse_lam,
                 "box": model.weight_bounds(), "data": f"horseseg_like({args.horse_images})"}
     import ssvm_data
+    if name == "conll":
+        X, Y, X_test, Y_test = ssvm_data.load_dataset("conll")
+        return {"oracle": ssvm_data.model_for("conll", Y, Y_test).bind(X, Y),
+                "lam": args.conll_lam, "box": None, "data": "conll (CoNLL-2000, real)"}
     from ssvm_oracles import ChainModel
     home = os.environ.get("SSVM_DATA_HOME")
     if home:
@@ -154,22 +167,58 @@ def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState)
     return best
 
 
+def _w_bytes(prob: dict, client, tau: int, rounds: int, warm: SolverState) -> list[dict]:
+    """Bytes of w sent per round, whole (``sparse_w=False``) and as changes (True).
+
+    ``rounds`` rounds of ``minibatch_pass`` from copies of ``warm`` (the same draws
+    for both, the same iterates: checked); a row per mode with the first round's
+    bytes (a whole copy per shard either way) and the median of the later rounds.
+    """
+    runs = [_w_bytes_run(prob, client, tau, rounds, warm, sparse) for sparse in (False, True)]
+    if not np.array_equal(runs[0][1], runs[1][1]):
+        raise AssertionError("sparse changes of w gave other iterates than w whole")
+    return [row for row, _ in runs]
+
+
+def _w_bytes_run(prob: dict, client, tau: int, rounds: int, warm: SolverState,
+                 sparse: bool) -> tuple[dict, np.ndarray]:
+    """One mode of ``_w_bytes``: its row and the iterate it reached."""
+    from ssvm_core.executors import DaskExecutor
+
+    state, per_round = warm.copy(), []
+    with DaskExecutor(client, sparse_w=sparse) as executor:
+        def count() -> bool:
+            per_round.append(executor.bytes_sent - sum(per_round))
+            return len(per_round) >= rounds
+
+        minibatch_pass(prob["oracle"], state, executor, np.random.default_rng(7), tau,
+                       should_stop=count)
+    later = per_round[1:] or [0]
+    row = {"kind": "w_bytes", "executor": "dask-sparse" if sparse else "dask-dense",
+           "tau": tau, "rounds": len(per_round), "bytes": executor.bytes_sent,
+           "first_round_bytes": per_round[0], "bytes_per_round": statistics.median(later),
+           "max_bytes_per_round": max(later), "dense_messages": executor.dense_messages,
+           "w_messages": executor.w_messages}
+    return row, state.w.copy()
+
+
 def _executor(name: str, stack: contextlib.ExitStack, workers: int):
     if name == "serial":
         return SerialExecutor()
     if name == "threads":
         return stack.enter_context(ThreadExecutor(workers))
     import distributed
-    cluster = stack.enter_context(distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-        silence_logs=40))
+
+    from ssvm_core.dask_cluster import local_cluster
+    cluster = stack.enter_context(local_cluster(workers, silence_logs=40))
     client = stack.enter_context(distributed.Client(cluster))
     return stack.enter_context(resolve_executor(client))
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", nargs="+", choices=PROBLEMS, default=list(PROBLEMS))
+    parser.add_argument("--problems", nargs="+", choices=PROBLEMS,
+                        default=list(DEFAULT_PROBLEMS))
     parser.add_argument("--taus", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--executors", nargs="+", choices=EXECUTORS, default=list(EXECUTORS))
     parser.add_argument("--workers", type=int, default=2, help="threads / Dask processes")
@@ -186,12 +235,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--horse-lam", type=float, default=0.01)
     parser.add_argument("--ocr-lam", type=float, default=0.01)
     parser.add_argument("--ocr-words", type=int, default=None, help="first N words only")
+    parser.add_argument("--conll-lam", type=float, default=0.01)
+    parser.add_argument("--w-bytes", type=int, default=0, metavar="ROUNDS",
+                        help="measure the bytes of w per round over ROUNDS rounds on Dask "
+                        "(whole w against its changes) instead of timings and curves")
+    parser.add_argument("--w-bytes-tau", type=int, default=16)
     parser.add_argument("--csv", default=None)
     parser.add_argument("--png", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     command, machine = print_header("bench_parallel.py", argv)
-    timing_rows, curve_rows, problems = [], [], {}
+    if args.w_bytes and "dask" not in args.executors:
+        parser.error("--w-bytes measures the Dask executor: keep dask in --executors")
+    timing_rows, curve_rows, w_rows, problems = [], [], [], {}
     with contextlib.ExitStack() as stack:
         executors = {name: _executor(name, stack, args.workers) for name in args.executors}
         for pname in args.problems:
@@ -203,6 +259,18 @@ def main(argv: list[str] | None = None) -> dict:
                   f" lam = {prob['lam']}")
             warm = solve(oracle, prob["lam"], box=prob["box"], max_passes=1, tol=0,
                          gap_check_every=1, random_state=0).state
+            if args.w_bytes:
+                for row in _w_bytes(prob, executors["dask"].client, args.w_bytes_tau,
+                                    args.w_bytes, warm):
+                    row["problem"] = pname
+                    w_rows.append(row)
+                    print(f"  {row['executor']}: {row['rounds']} rounds of tau "
+                          f"{row['tau']} on {args.workers} workers: first round "
+                          f"{row['first_round_bytes']:,} bytes, then median "
+                          f"{row['bytes_per_round']:,.0f} (max {row['max_bytes_per_round']:,})"
+                          f" per round; {row['dense_messages']} of {row['w_messages']} "
+                          "messages whole")
+                continue
             for ex in executors.values():             # scatter shards, start threads
                 ex.solve_blocks(oracle, warm.w, np.arange(min(2, oracle.n_blocks)))
             for tau in args.taus:
@@ -234,17 +302,19 @@ def main(argv: list[str] | None = None) -> dict:
                 print(f"  tau {tau:3d}: gap after {args.passes} passes (median of "
                       f"{len(seeds)} seeds) {statistics.median(finals):.4g}")
     report = {"command": command, "machine": machine, "problems": problems,
-              "timings": timing_rows, "curves": curve_rows,
+              "timings": timing_rows, "curves": curve_rows, "w_bytes": w_rows,
               "load_average": os.getloadavg()}
     _summarise(report, args)
     if args.csv:
         keys = ["problem", "kind", "executor", "tau", "seed", "pass", "pass_s", "cpu_s",
                 "worker_cpu_s", "answers_s",
-                "steps_s", "bytes", "rounds", "gap", "gap_avg", "time"]
+                "steps_s", "bytes", "rounds", "first_round_bytes", "bytes_per_round",
+                "max_bytes_per_round", "dense_messages", "w_messages", "gap",
+                "gap_avg", "time"]
         with atomic_write(args.csv, "w") as f:
             writer = csv.DictWriter(f, fieldnames=keys)
             writer.writeheader()
-            for row in timing_rows + curve_rows:
+            for row in timing_rows + curve_rows + w_rows:
                 writer.writerow({k: row.get(k, "") for k in keys})
         print(f"wrote {args.csv}")
     if args.png:
@@ -278,6 +348,14 @@ def _summarise(report: dict, args) -> None:
         if 1 in finals and 16 in finals:
             summary[f"{pname}/tau=16/gap_ratio_vs_bcfw"] = \
                 statistics.median(finals[16]) / statistics.median(finals[1])
+    for pname in report["problems"]:
+        per_round = {r["executor"]: r["bytes_per_round"] for r in report["w_bytes"]
+                     if r["problem"] == pname}
+        for ename, value in per_round.items():
+            summary[f"{pname}/{ename}/w_bytes_per_round"] = value
+        if per_round.get("dask-sparse"):
+            summary[f"{pname}/w_bytes_dense_over_sparse"] = \
+                per_round["dask-dense"] / per_round["dask-sparse"]
     report["summary"] = summary
     print("\nsummary")
     for key, value in summary.items():

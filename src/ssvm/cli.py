@@ -330,10 +330,15 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
 
     if args.scheduler is not None:
         return stack.enter_context(distributed.Client(args.scheduler))
-    cluster = stack.enter_context(distributed.LocalCluster(
-        n_workers=args.dask_local, threads_per_worker=1, processes=True,
-        dashboard_address=":0"))
-    return stack.enter_context(distributed.Client(cluster))
+    from ssvm_core.dask_cluster import local_cluster
+
+    # its workers ignore Ctrl-C: it stops the run after its round, with the workers alive
+    cluster = stack.enter_context(local_cluster(args.dask_local))
+    client = stack.enter_context(distributed.Client(cluster))
+    print(f"Dask: a local cluster of {args.dask_local} worker processes at "
+          f"{cluster.scheduler_address} (dashboard {client.dashboard_link}); Ctrl-C stops "
+          "the run after its round")
+    return client
 
 
 def _estimator(args: argparse.Namespace, model, progress) -> SubgradientSSVM:

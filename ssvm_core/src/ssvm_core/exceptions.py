@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ConvergenceWarning", "ModelFileError", "NotFittedError"]
+__all__ = ["ConvergenceWarning", "ModelFileError", "NotFittedError", "WorkersLostError"]
 
 
 class NotFittedError(ValueError, AttributeError):
@@ -34,3 +34,23 @@ class ModelFileError(ValueError):
     format version, a missing key, a class outside the allow-list, or
     weights of the wrong size for the model.
     """
+
+
+class WorkersLostError(RuntimeError):
+    """Every worker of a distributed executor is gone (or they kept dying).
+
+    Raised by ``DaskExecutor`` when no worker came back within its
+    ``worker_timeout`` or the tasks of a round were lost ``max_retries + 1``
+    times in a row.  ``ssvm_core.solve`` does not let it through a run that
+    has started: the run stops with status ``"workers lost"``, keeping the
+    model and the state of the steps made so far (resume from it once the
+    cluster is back).
+
+    Attributes
+    ----------
+    oracle_calls : int
+        Set by ``minibatch_pass``: the oracle calls of the rounds the pass made
+        before the workers were lost (0 otherwise).
+    """
+
+    oracle_calls: int = 0

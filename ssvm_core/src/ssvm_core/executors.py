@@ -12,14 +12,19 @@ worker answered first: answers are assembled in a fixed order.
   with a ``RuntimeWarning``.
 - ``DaskExecutor(client)``: a ``dask.distributed`` cluster.  The bound oracle
   is cut into one shard of consecutive blocks per worker and each shard is
-  scattered to its worker once; a round sends only w and block indices to
-  the shards holding them and gets answers back.  Oracles with a
+  scattered to its worker once, where it keeps a copy of w; a round sends
+  the shards holding its blocks the block indices and the entries of w that
+  changed since their copy (new values, versioned: the copy equals w bit for
+  bit; w whole when that is smaller) and gets answers back.  Oracles with a
   ``take_blocks(indices)`` method (returning the oracle of those blocks) are
   sliced, so a worker holds only its shard's data; other oracles cannot be
   sliced generically (a compiled oracle's data layout is private to it), so
   their shard carries the whole oracle and uses only its own blocks.  When a
-  worker is lost, its shards are scattered again from the client's copy and
-  the lost tasks are submitted again: the round's answers are the same.
+  worker is lost, its shards are scattered again from the client's copy (to
+  a worker the nanny restarts, when it was the last one) and the lost tasks
+  are submitted again: the round's answers are the same.  When no worker is
+  left, ``WorkersLostError`` ends the run with its model kept (``solve``'s
+  status ``"workers lost"``).
   Every answer comes back with the exactness of the worker's copy of the
   oracle (``exact``, e.g. False once a graph-cut oracle fell back to loopy
   max-product there), so a fallback on any worker makes the run approximate,
@@ -36,6 +41,7 @@ import numpy as np
 
 from ssvm_core._batch import Answers, max_scores, solve_blocks
 from ssvm_core._oracle import MaxOracle
+from ssvm_core.exceptions import WorkersLostError
 from ssvm_core.parallel import effective_n_jobs
 
 __all__ = ["DaskExecutor", "Executor", "SerialExecutor", "ThreadExecutor", "resolve_executor"]
@@ -154,7 +160,8 @@ class ThreadExecutor(Executor):
 
 
 class _Shard:
-    """Blocks [start, stop) of a bound oracle, kept on one Dask worker."""
+    """Blocks [start, stop) of a bound oracle, kept on one Dask worker, with that
+    worker's copy of w (``w``, at the master's version ``version``; see ``update_w``)."""
 
     def __init__(self, oracle: MaxOracle, start: int, stop: int):
         self.start, self.stop = int(start), int(stop)
@@ -164,11 +171,36 @@ class _Shard:
         else:
             self.oracle, self.offset = oracle, 0
         self._nbytes = _payload_bytes(self.oracle)
+        self.w: np.ndarray | None = None
+        self.version = -1
+
+    def __getstate__(self) -> dict:
+        # a copy made by pickling (a scatter, Dask moving the data) has no w: the
+        # master's next message to it finds the version unknown and sends w whole
+        return {**self.__dict__, "w": None, "version": -1}
 
     def __sizeof__(self) -> int:
         # Dask's cost model reads sys.getsizeof: a shard is as big as its arrays,
         # so the scheduler runs tasks where their shard is instead of copying it.
-        return self._nbytes
+        return self._nbytes + (0 if self.w is None else self.w.nbytes)
+
+    def update_w(self, update: tuple) -> bool:
+        """Apply a message of ``DaskExecutor._w_message``; False if it does not apply.
+
+        ``update`` is ``(base, version, index, values)``: ``index`` None means
+        ``values`` is the whole w; otherwise the entries ``index`` of w take the
+        ``values`` (new values, not differences: the copy equals the master's w bit
+        for bit), which applies only to the copy at version ``base``.
+        """
+        base, version, index, values = update
+        if index is None:
+            self.w = np.array(values, dtype=np.float64)          # an owned, writable copy
+        elif self.w is None or base != self.version:
+            return False
+        else:
+            self.w[index] = values
+        self.version = version
+        return True
 
     def solve(self, w: np.ndarray, blocks: np.ndarray, n_samples: int) -> Answers:
         answers = solve_blocks(self.oracle, w, blocks - self.offset, n_samples)
@@ -184,14 +216,16 @@ class _Shard:
         return bool(getattr(self.oracle, "exact", True))
 
 
-def _shard_solve(shard: _Shard, w, blocks, n_samples) -> tuple[Answers, bool]:
-    answers = shard.solve(w, blocks, n_samples)
-    return answers, shard.exact
+def _shard_solve(shard: _Shard, update, blocks, n_samples) -> tuple[Answers | None, bool]:
+    if not shard.update_w(update):
+        return None, shard.exact                # its copy of w is not the one assumed
+    return shard.solve(shard.w, blocks, n_samples), shard.exact
 
 
-def _shard_scores(shard: _Shard, w) -> tuple[np.ndarray, bool]:
-    scores = shard.max_scores(w)
-    return scores, shard.exact
+def _shard_scores(shard: _Shard, update) -> tuple[np.ndarray | None, bool]:
+    if not shard.update_w(update):
+        return None, shard.exact
+    return shard.max_scores(shard.w), shard.exact
 
 
 class DaskExecutor(Executor):
@@ -205,27 +239,59 @@ class DaskExecutor(Executor):
         Shards of consecutive blocks (None: one per worker at the first call).
     max_retries : int, default 3
         Times the tasks of a round are submitted again after losing workers.
+    worker_timeout : float, default 60.0
+        Seconds to wait for a worker when none is left (a nanny restarting a
+        killed worker takes a few); then ``WorkersLostError``.
+    sparse_w : bool, default True
+        Each shard keeps a copy of w; a round sends it only the entries of w
+        that changed since that copy (indices and new values, or w whole when
+        that is smaller).  False sends w whole every round.  Either way the
+        workers compute with the master's w bit for bit.
+
+    Attributes
+    ----------
+    bytes_sent : int
+        Bytes of w (whole or its changed entries) sent to the shards so far.
+    w_messages : int
+        Messages of w sent (one per shard per round), ``dense_messages`` of them whole.
+    resubmitted : int
+        Tasks submitted again after a lost worker.
 
     Notes
     -----
     The shards of the last oracle seen stay scattered until ``close`` or until
     another oracle is used.  Only lost workers are retried; an error raised by
-    the oracle itself propagates.
+    the oracle itself propagates.  When no worker comes back, or the tasks of a
+    round are lost ``max_retries + 1`` times in a row, ``WorkersLostError``
+    (``ssvm_core.exceptions``) is raised, which ``solve`` turns into the status
+    ``"workers lost"``, keeping the model.  Each message of w carries a version:
+    a shard scattered again, or copied by Dask to another worker, holds no w and
+    gets it whole once.
     """
 
-    def __init__(self, client, n_shards: int | None = None, max_retries: int = 3):
+    def __init__(self, client, n_shards: int | None = None, max_retries: int = 3,
+                 worker_timeout: float = 60.0, sparse_w: bool = True):
         if n_shards is not None and (int(n_shards) != n_shards or n_shards < 1):
             raise ValueError(f"n_shards must be a positive integer, got {n_shards!r}")
         if int(max_retries) != max_retries or max_retries < 0:
             raise ValueError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+        if not worker_timeout >= 0:
+            raise ValueError(f"worker_timeout must be a number >= 0, got {worker_timeout!r}")
         self.client = client
         self.n_shards = n_shards
         self.max_retries = int(max_retries)
+        self.worker_timeout = float(worker_timeout)
+        self.sparse_w = bool(sparse_w)
         self._oracle: MaxOracle | None = None
         self._bounds = np.zeros(1, dtype=np.intp)
         self._shards: list = []
         self._homes: list = []
-        self.resubmitted = 0          # tasks submitted again after a lost worker
+        self._w_versions = _WVersions()
+        self._held: list[int | None] = []     # the version of w each shard holds, if known
+        self.resubmitted = 0
+        self.bytes_sent = 0
+        self.w_messages = 0
+        self.dense_messages = 0
         self._exact = True
 
     @property
@@ -246,6 +312,18 @@ class DaskExecutor(Executor):
     def _workers(self) -> list[str]:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
+    def _live_workers(self) -> list[str]:
+        """The workers, waiting up to ``worker_timeout`` s for one when there is none."""
+        workers = self._workers()
+        if workers:
+            return workers
+        try:
+            self.client.wait_for_workers(1, timeout=self.worker_timeout)
+        except TimeoutError as exc:
+            raise WorkersLostError(f"the Dask cluster has no worker left (none came back "
+                                   f"within {self.worker_timeout:g} s)") from exc
+        return self._workers()
+
     def _scatter(self, k: int, workers: list[str]) -> None:
         """Send shard k to a worker (round robin over ``workers``)."""
         shard = _Shard(self._oracle, self._bounds[k], self._bounds[k + 1])
@@ -260,12 +338,47 @@ class DaskExecutor(Executor):
                 root = root.__cause__
             raise TypeError(f"{_oracle_name(self._oracle)} cannot be sent to the Dask "
                             f"workers (an oracle must pickle): {root}") from exc
-        self._homes[k] = home
+        self._homes[k], self._held[k] = home, None
+
+    def _restore(self, keys) -> None:
+        """Scatter the shards ``keys`` (again: a lost one is released first) to the workers
+        there are, once there are."""
+        for attempt in range(self.max_retries + 1):
+            workers = self._live_workers()
+            try:
+                for k in keys:
+                    if self._shards[k] is not None:
+                        self._shards[k].release()
+                        self._shards[k] = None
+                    self._scatter(k, workers)
+                return
+            except (TimeoutError, OSError):       # that worker went too: ask again
+                if attempt == self.max_retries:
+                    raise WorkersLostError("Dask workers kept disappearing while the shards "
+                                           "were scattered again; giving up") from None
 
     def _submit(self, func, k: int, *args):
-        """Run ``func(shard k, *args)`` on the shard's worker (elsewhere if it is gone)."""
-        return self.client.submit(func, self._shards[k], *args, workers=self._homes[k],
-                                  allow_other_workers=True, pure=False)
+        """Run ``func(shard k, w message, *args)`` on the shard's worker (elsewhere if it
+        is gone)."""
+        return self.client.submit(func, self._shards[k], self._w_message(k), *args,
+                                  workers=self._homes[k], allow_other_workers=True, pure=False)
+
+    def _w_message(self, k: int) -> tuple:
+        """What brings shard k's copy of w to the current w: its changed entries since
+        the version the shard holds, or w whole (see ``_Shard.update_w``)."""
+        versions = self._w_versions
+        index = versions.changes_since(self._held[k]) if self.sparse_w else None
+        w = versions.w
+        if index is None or index.nbytes + 8 * index.shape[0] >= w.nbytes:
+            message = (None, versions.version, None, w)
+            self.dense_messages += 1
+            self.bytes_sent += w.nbytes
+        else:
+            values = w[index]
+            message = (self._held[k], versions.version, index, values)
+            self.bytes_sent += index.nbytes + values.nbytes
+        self.w_messages += 1
+        return message
 
     def _place(self, oracle: MaxOracle) -> None:
         """Scatter the shards of ``oracle`` (once per oracle)."""
@@ -273,39 +386,46 @@ class DaskExecutor(Executor):
             return
         self.close()
         self._exact = True                      # a new oracle: its own exactness
-        workers = self._workers()
+        workers = self._live_workers()
         n = oracle.n_blocks
         n_shards = min(self.n_shards or max(len(workers), 1), n)
         self._oracle = oracle
         self._bounds = np.linspace(0, n, n_shards + 1).round().astype(np.intp)
         self._shards, self._homes = [None] * n_shards, [None] * n_shards
-        for k in range(n_shards):
-            self._scatter(k, workers)
+        self._held = [None] * n_shards
+        self._restore(range(n_shards))
 
     def _run(self, keys, submit) -> dict:
-        """``{k: submit(k).result()}``, re-scattering the shards of lost tasks."""
+        """``{k: submit(k).result()}``: shards of lost tasks are scattered again, shards
+        whose copy of w was not the one assumed get w whole, and both are resubmitted."""
         lost_errors = _lost_errors()
-        futures = {k: submit(k) for k in keys}
-        results = {}
-        for attempt in range(self.max_retries + 1):
-            lost = []
+        results, pending, losses = {}, list(keys), 0
+        while pending:
+            futures = {k: submit(k) for k in pending}
+            pending, lost = [], []
             for k, fut in futures.items():
                 try:
-                    results[k] = fut.result()
+                    payload, exact = fut.result()
                 except lost_errors:
                     lost.append(k)
-            if not lost:
-                return results
-            if attempt == self.max_retries:
-                break
-            workers = self._workers()
-            for k in lost:
-                self._shards[k].release()
-                self._scatter(k, workers)
-            self.resubmitted += len(lost)
-            futures = {k: submit(k) for k in lost}
-        raise RuntimeError(f"Dask workers were lost {self.max_retries + 1} times in a row; "
-                           "giving up")
+                    continue
+                if payload is None:             # a copy of w from another version
+                    self._held[k] = None
+                    pending.append(k)
+                else:
+                    self._held[k] = self._w_versions.version
+                    results[k] = (payload, exact)
+            if lost:
+                losses += 1
+                if losses > self.max_retries:
+                    raise WorkersLostError(f"Dask workers were lost {losses} times in a row "
+                                           "within one round; giving up")
+                self._restore(lost)
+                self.resubmitted += len(lost)
+                pending += lost
+        self._w_versions.forget_before(min((v for v in self._held if v is not None),
+                                           default=self._w_versions.version))
+        return results
 
     def solve_blocks(self, oracle, w, blocks, n_samples=1):
         self._place(oracle)
@@ -315,17 +435,18 @@ class DaskExecutor(Executor):
             return solve_blocks(oracle, w, blocks, n_samples)
         if blocks.min() < 0 or blocks.max() >= oracle.n_blocks:
             raise IndexError(f"block indices must lie in [0, {oracle.n_blocks})")
+        self._w_versions.advance(w)
         owner = np.searchsorted(self._bounds, blocks, side="right") - 1
         groups = {int(k): blocks[owner == k] for k in np.unique(owner)}
         results = self._collect(self._run(
-            groups, lambda k: self._submit(_shard_solve, k, w, groups[k], n_samples)))
+            groups, lambda k: self._submit(_shard_solve, k, groups[k], n_samples)))
         return Answers.concat([results[k] for k in sorted(results)])
 
     def max_scores(self, oracle, w):
         self._place(oracle)
-        w = _weights(w)
+        self._w_versions.advance(_weights(w))
         keys = range(len(self._shards))
-        results = self._collect(self._run(keys, lambda k: self._submit(_shard_scores, k, w)))
+        results = self._collect(self._run(keys, lambda k: self._submit(_shard_scores, k)))
         return np.concatenate([results[k] for k in keys])
 
     def close(self):
@@ -334,8 +455,63 @@ class DaskExecutor(Executor):
         for fut in self._shards:
             if fut is not None:
                 fut.release()
-        self._shards, self._homes = [], []
+        self._shards, self._homes, self._held = [], [], []
         self._oracle = None
+
+
+class _WVersions:
+    """The master's record of w for ``DaskExecutor``: a version number that grows
+    whenever w changes, and the entries each change touched, as long as a shard
+    may still need them.
+
+    Attributes
+    ----------
+    w : ndarray or None
+        A copy of the latest w.
+    version : int
+        Its version (0 before the first).
+    """
+
+    def __init__(self) -> None:
+        self.w: np.ndarray | None = None
+        self.version = 0
+        self._changes: list[tuple[int, np.ndarray]] = []   # (version, entries changed)
+
+    def advance(self, w: np.ndarray) -> None:
+        """Make ``w`` the latest version (a new version only if some entry changed, bit
+        for bit)."""
+        if self.w is None or self.w.shape != w.shape:
+            self.w, self._changes = w.copy(), []
+            self.version += 1
+            return
+        changed = np.flatnonzero(w.view(np.int64) != self.w.view(np.int64))
+        if changed.shape[0] == 0:
+            return
+        self.version += 1
+        index_type = np.int32 if w.shape[0] < 2 ** 31 else np.int64
+        self.w[changed] = w[changed]
+        self._changes.append((self.version, changed.astype(index_type)))
+        # a union as large as w is sent whole anyway: keep fewer than d entries
+        total = sum(index.shape[0] for _, index in self._changes)
+        while self._changes and total >= w.shape[0]:
+            total -= self._changes.pop(0)[1].shape[0]
+
+    def changes_since(self, version: int | None) -> np.ndarray | None:
+        """The entries that changed after ``version`` (sorted), or None when not known
+        (``version`` None, or older than the changes kept)."""
+        if version is None:
+            return None
+        if version == self.version:
+            return np.zeros(0, dtype=np.int32)
+        first = self._changes[0][0] if self._changes else self.version + 1
+        if version + 1 < first:
+            return None
+        parts = [index for v, index in self._changes if v > version]
+        return parts[0] if len(parts) == 1 else np.unique(np.concatenate(parts))
+
+    def forget_before(self, version: int) -> None:
+        """Drop the changes every shard already has (those up to ``version``)."""
+        self._changes = [(v, index) for v, index in self._changes if v > version]
 
 
 def _payload_bytes(obj, depth: int = 0) -> int:

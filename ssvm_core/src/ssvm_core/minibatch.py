@@ -33,6 +33,7 @@ import numpy as np
 from ssvm_core import _active, _fw
 from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits
 from ssvm_core._oracle import MaxOracle
+from ssvm_core.exceptions import WorkersLostError
 from ssvm_core.executors import Executor
 from ssvm_core.options import SAMPLINGS, sampling_order
 from ssvm_core.state import SolverState
@@ -158,7 +159,9 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         are not threads of this process, e.g. Dask, or gap sampling and active
         sets): True ends the pass there (Ctrl-C, a spent time budget).  The steps
         taken so far are kept; the compiled loop of local threads runs the whole
-        pass, which takes no longer than a pass of serial BCFW.
+        pass, which takes no longer than a pass of serial BCFW.  An executor that loses
+        its workers raises ``WorkersLostError`` between rounds, its ``oracle_calls``
+        set to the calls of the rounds made (their steps are kept).
 
     Returns
     -------
@@ -180,7 +183,11 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         ask = blocks
         if cache:
             ask = blocks[~predict_cache_hits(state, blocks, cache_factor, cache_nu, oracle)]
-        answers = executor.solve_blocks(oracle, state.w, ask, n_samples)
+        try:
+            answers = executor.solve_blocks(oracle, state.w, ask, n_samples)
+        except WorkersLostError as exc:
+            exc.oracle_calls = calls            # the finished rounds' steps are kept
+            raise
         replay = AnswerOracle(oracle, answers)
         try:
             if active_sets:

@@ -163,6 +163,11 @@ class PassLoop:
         """Whether the schedule asks for a check after the state's last pass."""
         return self.state.passes % self.check_every == 0
 
+    def stop_status(self) -> str | None:
+        """A status that ends the run after the pass just made (e.g. ``"workers lost"``,
+        when the solver's executor lost its cluster), or None (the default)."""
+        return None
+
     # -- the loop ----------------------------------------------------------------
     def timed(self, func: Callable, *args, **kwargs):
         """``func(*args, **kwargs)``, its wall time counted as solver time."""
@@ -186,7 +191,8 @@ class PassLoop:
 
     def run(self) -> str:
         """Run the passes; returns why they stopped: "converged" (set by a check),
-        "max_passes", "max_oracle_calls", "time_budget", "callback" or "interrupted".
+        "max_passes", "max_oracle_calls", "time_budget", "callback", "interrupted" or
+        a solver's own ``stop_status`` (``solve``: "workers lost").
 
         Ctrl-C (SIGINT) or SIGTERM (sent by ``timeout``, SLURM, ``docker
         stop``) stops after the current pass, keeping the model, with a
@@ -201,7 +207,7 @@ class PassLoop:
                 self._deadline = self.budgets.deadline(self.state, self._start)
                 calls = self.timed(self.one_pass)
                 self.state.end_pass(calls, self.rng)
-                status = self.budgets.status(self.state, self._start)
+                status = self.stop_status() or self.budgets.status(self.state, self._start)
                 if stop.requested:
                     status = "interrupted"
                 scheduled = self.scheduled()

@@ -15,7 +15,7 @@ from ssvm_core import _active, _fw
 from ssvm_core._atoms import ActiveSets
 from ssvm_core.base import BaseSSVM
 from ssvm_core.convergence import BUDGET_STATUSES, budget_message
-from ssvm_core.exceptions import ConvergenceWarning
+from ssvm_core.exceptions import ConvergenceWarning, WorkersLostError
 from ssvm_core.executors import SerialExecutor, resolve_executor
 from ssvm_core.minibatch import batch_fw_step, minibatch_pass
 from ssvm_core.objectives import dual_objective
@@ -48,8 +48,9 @@ class SolveResult:
         One record per pass (see ``solve``).
     status : str
         Why the solver stopped: ``"converged"``, ``"max_passes"``,
-        ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"`` or
-        ``"interrupted"``.
+        ``"max_oracle_calls"``, ``"time_budget"``, ``"callback"``,
+        ``"interrupted"`` or ``"workers lost"`` (a distributed executor lost
+        every worker: the steps made are kept, without a final gap check).
     iterate : {"plain", "average"}
         Which iterate ``w`` is.
     certified : bool
@@ -113,8 +114,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
     certified from this check on); missing values are None.  Ctrl-C (SIGINT)
-    or SIGTERM stops after the current pass and returns the model; a second
-    signal raises ``KeyboardInterrupt``.  A stop on a budget (``max_passes``,
+    or SIGTERM stops after the current pass (mini-batch rounds outside this
+    process: after the current round) and returns the model; a second
+    signal raises ``KeyboardInterrupt``.  A Dask executor that loses every
+    worker (``WorkersLostError``) stops the run the same way, with status
+    ``"workers lost"`` and a ``RuntimeWarning``.  A stop on a budget (``max_passes``,
     ``max_oracle_calls``, ``time_budget``) with the certified gap above
     ``tol > 0`` issues a ``ConvergenceWarning`` naming the gap and an
     estimate of the passes still needed (``ssvm_core.convergence``).
@@ -148,6 +152,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     replaced_before = state.replaced_answers
     with pool if pool is not executor else contextlib.nullcontext():
         status = run.run()
+    if status == "workers lost":
+        warnings.warn(f"{run.lost}: the run stopped with status 'workers lost'; the model "
+                      "and its state are kept (resume from the state once the cluster is "
+                      "back)", RuntimeWarning, stacklevel=2)
     replaced = state.replaced_answers - replaced_before
     if replaced:
         warnings.warn(f"{replaced} oracle answers scored below the ground truth (an inexact "
@@ -215,6 +223,7 @@ class _FrankWolfeLoop(PassLoop):
         self.iterate = "plain" if mode == "plain" else "average"
         self.gap = math.inf
         self.gap_is_current = False
+        self.lost: WorkersLostError | None = None   # why the executor's workers are gone
 
     def first_check(self) -> str | None:
         st = self.state
@@ -228,10 +237,17 @@ class _FrankWolfeLoop(PassLoop):
         return "converged" if self.gap <= self.tol else None
 
     def check(self, status: str | None, scheduled: bool) -> str | None:
-        if status == "interrupted":          # stop at once, without a gap pass
+        if status in ("interrupted", "workers lost"):   # stop at once, without a gap pass
             return status
-        self.gap_check(refresh=scheduled)
+        try:
+            self.gap_check(refresh=scheduled)
+        except WorkersLostError as exc:
+            self.lost, self.gap_is_current = exc, False
+            return "workers lost"
         return "converged" if self.gap <= self.tol else status
+
+    def stop_status(self) -> str | None:
+        return None if self.lost is None else "workers lost"
 
     def scheduled(self) -> bool:
         """Whether the solver's schedule asks for a gap check after the state's last pass.
@@ -245,9 +261,12 @@ class _FrankWolfeLoop(PassLoop):
             self.tol > 0 and _estimate_below(self.state, HEURISTIC_EXIT * self.tol))
 
     def one_pass(self) -> int:
-        calls = self._pass(should_stop=self.should_stop)
         self.gap_is_current = False
-        return calls
+        try:
+            return self._pass(should_stop=self.should_stop)
+        except WorkersLostError as exc:      # the steps made so far are kept
+            self.lost = exc
+            return exc.oracle_calls
 
     def gap_check(self, refresh: bool) -> None:
         """Exact gap pass: the primal at w and the block gaps, one oracle call per block.
