@@ -331,13 +331,10 @@ class DaskExecutor(Executor):
         try:
             self._shards[k] = self.client.scatter(shard, workers=home, hash=False)
         except Exception as exc:
-            if not _is_serialisation_error(exc):
+            error = pickling_error(self._oracle, exc)
+            if error is None:
                 raise
-            root = exc
-            while root.__cause__ is not None:
-                root = root.__cause__
-            raise TypeError(f"{_oracle_name(self._oracle)} cannot be sent to the Dask "
-                            f"workers (an oracle must pickle): {root}") from exc
+            raise error from exc
         self._homes[k], self._held[k] = home, None
 
     def _restore(self, keys) -> None:
@@ -398,7 +395,7 @@ class DaskExecutor(Executor):
     def _run(self, keys, submit) -> dict:
         """``{k: submit(k).result()}``: shards of lost tasks are scattered again, shards
         whose copy of w was not the one assumed get w whole, and both are resubmitted."""
-        lost_errors = _lost_errors()
+        lost_errors = lost_worker_errors()
         results, pending, losses = {}, list(keys), 0
         while pending:
             futures = {k: submit(k) for k in pending}
@@ -547,8 +544,8 @@ def _oracle_name(oracle) -> str:
     return type(inner if inner is not None else oracle).__name__
 
 
-def _lost_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions meaning a task or its shard was lost with a worker."""
+def lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions meaning a Dask task or its data (a shard) were lost with a worker."""
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
     from distributed.comm.core import CommClosedError
@@ -611,7 +608,3 @@ def pickling_error(oracle, exc: BaseException) -> TypeError | None:
     return TypeError(f"{_oracle_name(oracle)} cannot be sent to the Dask workers (an oracle "
                      f"must pickle): {root}")
 
-
-def lost_worker_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions meaning a Dask task or its data were lost with a worker."""
-    return _lost_errors()
