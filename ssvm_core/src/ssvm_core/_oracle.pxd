@@ -73,10 +73,9 @@ cdef class MaxOracle:
 
 cdef class DelegatingOracle(MaxOracle):
     # Forwards the whole protocol (the C methods above, exact, block_support and
-    # other attributes) to the wrapped oracle; wrappers override what they change.
+    # other attributes) to the wrapped oracle, whose sizes and flags it takes at
+    # construction; wrappers override what they change.
     cdef readonly MaxOracle oracle
-    # the wrapped oracle (a Python oracle through PythonOracle) and its sizes and flags
-    cdef int _wrap(self, object oracle) except -1
 
 
 cdef class CornerBuffer:

@@ -472,9 +472,6 @@ cdef class DelegatingOracle(MaxOracle):
     """
 
     def __init__(self, oracle):
-        self._wrap(oracle)
-
-    cdef int _wrap(self, object oracle) except -1:
         self.oracle = oracle if isinstance(oracle, MaxOracle) else PythonOracle(oracle)
         self.n_blocks = self.oracle.n_blocks
         self.n_features = self.oracle.n_features
@@ -485,7 +482,6 @@ cdef class DelegatingOracle(MaxOracle):
         self.max_coords = self.oracle.max_coords
         self.max_coord_nnz = self.oracle.max_coord_nnz
         self.max_expand = self.oracle.max_expand
-        return 0
 
     def __reduce__(self):
         return (type(self), (self.oracle,))
