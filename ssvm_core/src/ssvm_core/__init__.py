@@ -26,7 +26,7 @@ True
 
 from importlib.metadata import version as _version
 
-from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
+from ssvm_core._oracle import DelegatingOracle, MaxOracle, PythonOracle, labelling_key
 from ssvm_core.exceptions import ConvergenceWarning, ModelFileError, NotFittedError
 from ssvm_core.latent import LatentModel, LatentSSVM
 from ssvm_core.model_io import load_model, save_model
@@ -42,6 +42,7 @@ __version__ = _version("ssvm-core")
 __all__ = [
     "BruteForceOracle",
     "ConvergenceWarning",
+    "DelegatingOracle",
     "FrankWolfeSSVM",
     "LatentModel",
     "LatentSSVM",

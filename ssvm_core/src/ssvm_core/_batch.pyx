@@ -20,7 +20,7 @@ from libc.math cimport isnan
 from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
-from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
+from ssvm_core._oracle cimport Corner, CornerBuffer, DelegatingOracle, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
 from ssvm_core._blocks cimport Blocks, Primal, below_ground_truth, use_ground_truth
 from ssvm_core._fw cimport bcfw_steps
@@ -392,7 +392,7 @@ def max_scores(MaxOracle oracle, const float64_t[::1] w, blocks):
     return out
 
 
-cdef class AnswerOracle(MaxOracle):
+cdef class AnswerOracle(DelegatingOracle):
     """A bound oracle whose ``solve`` replays one round's ``Answers``.
 
     ``solve(i, w)`` returns the stored answer of block i with its score
@@ -401,7 +401,9 @@ cdef class AnswerOracle(MaxOracle):
     the ground-truth corner, a vertex at least as good.  ``solve_many``
     returns up to k stored answers; ``evaluate`` and blocks without stored
     answers go to the wrapped oracle (``fallbacks`` counts such ``solve``
-    calls).  Needs the GIL only if the wrapped oracle does.
+    calls), as does the rest of the protocol (``DelegatingOracle``: the
+    compact-block methods, ``prefetch``, ``exact``, ...).  Needs the GIL only
+    if the wrapped oracle does.
 
     Parameters
     ----------
@@ -410,7 +412,6 @@ cdef class AnswerOracle(MaxOracle):
     answers : Answers
         Its answers for some blocks (at any w).
     """
-    cdef readonly MaxOracle oracle
     cdef readonly object answers
     cdef readonly intp_t fallbacks
     cdef object _arrays                     # the arrays behind the pointers below
@@ -439,17 +440,8 @@ cdef class AnswerOracle(MaxOracle):
         if (not oracle.dense_psi) and np.any(np.diff(answers.psi_ptr) > oracle.max_psi_nnz):
             raise ValueError(f"an answer has more than max_psi_nnz={oracle.max_psi_nnz} "
                              "psi entries")
-        self.oracle = oracle
+        super().__init__(oracle)
         self.answers = answers
-        self.n_blocks = oracle.n_blocks
-        self.n_features = oracle.n_features
-        self.max_labels = oracle.max_labels
-        self.max_psi_nnz = oracle.max_psi_nnz
-        self.dense_psi = oracle.dense_psi
-        self.needs_gil = oracle.needs_gil
-        self.max_coords = oracle.max_coords
-        self.max_coord_nnz = oracle.max_coord_nnz
-        self.max_expand = oracle.max_expand
         # O(tau) memory: a round stores few blocks of many.
         order = np.argsort(blocks, kind="stable").astype(np.intp)
 
@@ -487,13 +479,6 @@ cdef class AnswerOracle(MaxOracle):
 
     def __reduce__(self):
         return (AnswerOracle, (self.oracle, self.answers))
-
-    @property
-    def exact(self) -> bool:
-        return self.oracle.exact
-
-    def block_support(self, i):
-        return self.oracle.block_support(i)
 
     cdef intp_t _slot(self, intp_t i) noexcept nogil:
         """Position of block i in ``answers.blocks`` (binary search), -1 if absent."""
@@ -559,28 +544,6 @@ cdef class AnswerOracle(MaxOracle):
         self._write(self._ans_ptr[b], w, out)
         return 0
 
-    cdef void prefetch(self, intp_t i) noexcept nogil:
-        self.oracle.prefetch(i)
-
-    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
-        return self.oracle.block_coords(i)
-
-    cdef int coord_scores(self, intp_t i, const float64_t* w,
-                          float64_t* theta) except -1 nogil:
-        return self.oracle.coord_scores(i, w, theta)
-
-    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
-                                intp_t nnz) except? -1 nogil:
-        return self.oracle.coord_sqnorm(i, idx, val, nnz)
-
-    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
-                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
-        return self.oracle.coord_expand(i, idx, val, nnz, out_idx, out_val)
-
-    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
-                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
-        return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
-
     cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
                            Corner* outs) except -1 nogil:
         cdef intp_t b = self._slot(i), j, got
@@ -594,10 +557,6 @@ cdef class AnswerOracle(MaxOracle):
             else:
                 self._write(self._ans_ptr[b] + j, w, &outs[j])
         return got
-
-    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
-                      const float64_t* w, Corner* out) except -1 nogil:
-        return self.oracle.evaluate(i, labels, n_labels, w, out)
 
 
 def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,

@@ -71,6 +71,13 @@ cdef class MaxOracle:
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil
 
+cdef class DelegatingOracle(MaxOracle):
+    # Forwards the whole protocol (the C methods above, exact, block_support and
+    # other attributes) to the wrapped oracle, whose sizes and flags it takes at
+    # construction; wrappers override what they change.
+    cdef readonly MaxOracle oracle
+
+
 cdef class CornerBuffer:
     # Owns the memory behind one Corner, sized for a given oracle.
     cdef Corner corner

@@ -1,4 +1,5 @@
-"""Max-oracle protocol: the ``MaxOracle`` base class and the Python adapter.
+"""Max-oracle protocol: the ``MaxOracle`` base class, the delegating base of
+oracle wrappers (``DelegatingOracle``) and the Python adapter (``PythonOracle``).
 
 A max oracle is a structured model bound to ``n_blocks`` training examples.
 For block ``i`` and weights ``w`` it performs loss-augmented decoding
@@ -439,6 +440,99 @@ cdef class CornerBuffer:
         psi = np.zeros(n_features)
         np.add.at(psi, self._idx[:nnz], self._val[:nnz])
         return psi
+
+
+cdef class DelegatingOracle(MaxOracle):
+    """The delegating base of oracle wrappers: forwards everything to ``oracle``.
+
+    It takes the wrapped oracle's sizes and flags (``n_blocks``, ``n_features``,
+    ``max_labels``, ``max_psi_nnz``, ``dense_psi``, ``needs_gil`` and the
+    compact ones, ``max_coords``, ``max_coord_nnz`` and ``max_expand``) and
+    forwards every method of the protocol to it: the C methods ``solve``,
+    ``evaluate``, ``solve_many``, ``prefetch``, ``block_coords`` and the
+    ``coord_*`` methods, the Python ``exact`` and ``block_support``, and,
+    through ``__getattr__``, any other attribute of the wrapped oracle (e.g.
+    ``weight_bounds``, read by ``box="auto"``), except ``take_blocks``: a
+    distributed executor's shard of the wrapped oracle would drop what the
+    wrapper does.  A wrapper subclasses it and overrides only what it changes,
+    so a wrapped compact oracle still trains on compact blocks.
+
+    Parameters
+    ----------
+    oracle : MaxOracle or Python oracle
+        The wrapped oracle (a Python one is adapted by ``PythonOracle``).
+
+    Notes
+    -----
+    A subclass whose constructor takes more than the oracle calls
+    ``super().__init__(oracle)`` first and overrides ``__reduce__`` (the base
+    pickles as ``type(self)(self.oracle)``).  Its C methods reach the wrapped
+    oracle's as ``self.oracle.solve(i, w, out)``, without the GIL when the
+    wrapped oracle needs none (``needs_gil`` is the wrapped oracle's).
+    """
+
+    def __init__(self, oracle):
+        self.oracle = oracle if isinstance(oracle, MaxOracle) else PythonOracle(oracle)
+        self.n_blocks = self.oracle.n_blocks
+        self.n_features = self.oracle.n_features
+        self.max_labels = self.oracle.max_labels
+        self.max_psi_nnz = self.oracle.max_psi_nnz
+        self.dense_psi = self.oracle.dense_psi
+        self.needs_gil = self.oracle.needs_gil
+        self.max_coords = self.oracle.max_coords
+        self.max_coord_nnz = self.oracle.max_coord_nnz
+        self.max_expand = self.oracle.max_expand
+
+    def __reduce__(self):
+        return (type(self), (self.oracle,))
+
+    def __getattr__(self, name):
+        # only reached for names the class does not define
+        if self.oracle is None or name.startswith("__") or name == "take_blocks":
+            raise AttributeError(name)
+        return getattr(self.oracle, name)
+
+    @property
+    def exact(self) -> bool:
+        """The wrapped oracle's ``exact``."""
+        return self.oracle.exact
+
+    def block_support(self, i):
+        """The wrapped oracle's ``block_support(i)``."""
+        return self.oracle.block_support(i)
+
+    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.solve(i, w, out)
+
+    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
+                      const float64_t* w, Corner* out) except -1 nogil:
+        return self.oracle.evaluate(i, labels, n_labels, w, out)
+
+    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
+                           Corner* outs) except -1 nogil:
+        return self.oracle.solve_many(i, w, k, outs)
+
+    cdef void prefetch(self, intp_t i) noexcept nogil:
+        self.oracle.prefetch(i)
+
+    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
+        return self.oracle.block_coords(i)
+
+    cdef int coord_scores(self, intp_t i, const float64_t* w,
+                          float64_t* theta) except -1 nogil:
+        return self.oracle.coord_scores(i, w, theta)
+
+    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
+                                intp_t nnz) except? -1 nogil:
+        return self.oracle.coord_sqnorm(i, idx, val, nnz)
+
+    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
+        return self.oracle.coord_expand(i, idx, val, nnz, out_idx, out_val)
+
+    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
+                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
+        return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
 
 
 cdef class PythonOracle(MaxOracle):

@@ -1,5 +1,10 @@
 """Oracle combinators: cdef wrappers that delegate to inner ``MaxOracle`` objects in C.
 
+``CountingOracle`` and ``ApproximateOracle`` wrap one oracle: they derive from
+``ssvm_core``'s ``DelegatingOracle``, which forwards the whole protocol, and
+override only the calls they change.  ``ProductOracle`` and ``DispatchOracle``
+combine several oracles (``_Composite``) and write every method of the
+protocol in terms of their parts.
 Each wrapper's ``needs_gil`` is the OR of its children's, so a combination
 of Cython oracles stays GIL-free and runs in parallel gap passes.  Per-block
 state (counters, the approximate oracle's memory) is stored per block, so
@@ -19,7 +24,7 @@ import numpy as np
 from ssvm_core.oracles import as_oracle
 
 from ssvm_core._typedefs cimport float64_t, int32_t, int64_t, intp_t
-from ssvm_core._oracle cimport Corner, MaxOracle
+from ssvm_core._oracle cimport Corner, DelegatingOracle, MaxOracle
 from ssvm_core._vector cimport checked_malloc
 
 
@@ -108,84 +113,8 @@ cdef void _densify_indices(Corner* c, intp_t start, intp_t d, intp_t offset) noe
         c.psi_idx[start + f] = <int32_t> (offset + f)
 
 
-cdef class _Wrapper(MaxOracle):
-    """The delegating base of the one-oracle wrappers.
-
-    It takes the wrapped oracle's shape and forwards every method of the
-    max-oracle protocol to it: ``solve``, ``evaluate``, ``solve_many``,
-    ``prefetch``, the compact-block methods (``block_coords``, ``coord_*``,
-    with ``max_coords``, ``max_coord_nnz`` and ``max_expand``), ``exact``,
-    ``block_support`` and, through ``__getattr__``, any other attribute of the
-    wrapped oracle (e.g. ``weight_bounds`` for ``box="auto"``).  A wrapper
-    subclasses it and overrides only what it changes, so a wrapped compact
-    oracle trains on compact blocks.
-    """
-    cdef readonly MaxOracle oracle
-
-    cdef _wrap(self, oracle):
-        self.oracle = as_oracle(oracle)
-        self.n_blocks = self.oracle.n_blocks
-        self.n_features = self.oracle.n_features
-        self.max_labels = self.oracle.max_labels
-        self.max_psi_nnz = self.oracle.max_psi_nnz
-        self.dense_psi = self.oracle.dense_psi
-        self.needs_gil = self.oracle.needs_gil
-        self.max_coords = self.oracle.max_coords
-        self.max_coord_nnz = self.oracle.max_coord_nnz
-        self.max_expand = self.oracle.max_expand
-
-    def __getattr__(self, name):
-        # only reached for names this class does not define; ``take_blocks`` (a
-        # shard of the oracle, for distributed executors) is not forwarded: the
-        # inner oracle's shard would drop what the wrapper does
-        if self.oracle is None or name.startswith("__") or name == "take_blocks":
-            raise AttributeError(name)
-        return getattr(self.oracle, name)
-
-    @property
-    def exact(self) -> bool:
-        """The wrapped oracle's ``exact``."""
-        return self.oracle.exact
-
-    def block_support(self, i):
-        return self.oracle.block_support(i)
-
-    cdef int solve(self, intp_t i, const float64_t* w, Corner* out) except -1 nogil:
-        return self.oracle.solve(i, w, out)
-
-    cdef int evaluate(self, intp_t i, const int32_t* labels, intp_t n_labels,
-                      const float64_t* w, Corner* out) except -1 nogil:
-        return self.oracle.evaluate(i, labels, n_labels, w, out)
-
-    cdef intp_t solve_many(self, intp_t i, const float64_t* w, intp_t k,
-                           Corner* outs) except -1 nogil:
-        return self.oracle.solve_many(i, w, k, outs)
-
-    cdef void prefetch(self, intp_t i) noexcept nogil:
-        self.oracle.prefetch(i)
-
-    cdef intp_t block_coords(self, intp_t i) noexcept nogil:
-        return self.oracle.block_coords(i)
-
-    cdef int coord_scores(self, intp_t i, const float64_t* w,
-                          float64_t* theta) except -1 nogil:
-        return self.oracle.coord_scores(i, w, theta)
-
-    cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
-                                intp_t nnz) except? -1 nogil:
-        return self.oracle.coord_sqnorm(i, idx, val, nnz)
-
-    cdef intp_t coord_expand(self, intp_t i, const int32_t* idx, const float64_t* val,
-                             intp_t nnz, int32_t* out_idx, float64_t* out_val) except -1 nogil:
-        return self.oracle.coord_expand(i, idx, val, nnz, out_idx, out_val)
-
-    cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
-                       float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
-        return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
-
-
 @cython.final
-cdef class CountingOracle(_Wrapper):
+cdef class CountingOracle(DelegatingOracle):
     """Counts (and optionally times) the ``solve`` and ``evaluate`` calls of an oracle.
 
     Parameters
@@ -212,7 +141,7 @@ cdef class CountingOracle(_Wrapper):
     cdef float64_t[::1] _solve_seconds, _evaluate_seconds
 
     def __init__(self, oracle, bint timing=False):
-        self._wrap(oracle)
+        super().__init__(oracle)
         self.timing = timing
         self.reset()
 
@@ -291,7 +220,7 @@ cdef class CountingOracle(_Wrapper):
 
 
 @cython.final
-cdef class ApproximateOracle(_Wrapper):
+cdef class ApproximateOracle(DelegatingOracle):
     """A multiplicative approximate max oracle simulated from an exact one.
 
     Guarantee: for every call ``solve(i, w)`` the returned labelling y has
@@ -338,7 +267,7 @@ cdef class ApproximateOracle(_Wrapper):
     cdef int64_t[::1] _approximate
 
     def __init__(self, oracle, float64_t nu, intp_t memory=1):
-        self._wrap(oracle)
+        super().__init__(oracle)
         if not 0.0 < nu <= 1.0:
             raise ValueError(f"nu must be in (0, 1], got {nu}")
         if memory < 1:
