@@ -9,6 +9,6 @@ _build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_build)
 
 setup(ext_modules=_build.cython_extensions(
-    "ssvm_core", ["_oracle", "_atoms", "_view", "_linesearch", "_fw", "_active", "_ssg",
-                  "_batch"]),
+    "ssvm_core", ["_oracle", "_atoms", "_storage", "_view", "_linesearch", "_fw", "_active",
+                  "_ssg", "_batch"]),
     options=_build.setup_options())

@@ -335,18 +335,21 @@ def test_gram_norm_of_a_long_direction():
 
 
 def test_a_pickle_without_a_mask_gets_one():
-    """States pickled before block masks existed rebuild theirs when unpickled."""
+    """States pickled before block stores and masks existed (their block arrays in
+    the state's own dict) rebuild their store and mask when unpickled."""
     import pickle
 
     X, Y = _data()
     _, oracle = _oracles(X, Y)
     state = solve(oracle, 0.1, max_passes=3, random_state=0).state
     old = state.__getstate__()
-    del old["block_mask"], old["block_mask_ptr"]
+    blocks = old.pop("blocks")
+    old.update(block_values=np.array(blocks.values), block_ptr=blocks.ptr,
+               block_support=blocks.support, compact_blocks=True)
     restored = SolverState.__new__(SolverState)
     restored.__setstate__(pickle.loads(pickle.dumps(old)))
     # rebuilt from the values: every nonzero marked, nothing the run had not marked
-    assert restored._mask_covers_values()
+    assert restored.block_storage == "compact" and not restored.blocks.problems()
     assert not np.any(restored.block_mask & ~state.block_mask)
     restored.check_compatible(oracle)
     more = [solve(oracle, 0.1, max_passes=2, random_state=1, state=s).w

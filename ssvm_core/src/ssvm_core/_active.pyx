@@ -7,11 +7,12 @@ labellings; the step is a Frank-Wolfe step (Lacoste-Julien et al. (2013), Alg. 4
 ``hybrid``, whichever of the three improves the dual most.  With a box
 (Osokin et al. (2016), App. H) directions use v, the inner products use w = clip(v), and
 every step size (and hybrid's gains) comes from the exact line search of the
-piecewise-quadratic dual (``_linesearch.pxd``).  With compact blocks
-(``MaxOracle.coord_*``) the atoms are kept in block coordinates and their
-scores read theta = A_i^T w: from the oracle's
-answer, or from ``coord_scores`` when the scores are needed before (caching)
-or after a move (sequential steps).
+piecewise-quadratic dual (``_linesearch.pxd``).  Every block operation goes
+through the state's block store (``_storage.pxd``), which keeps the atoms in
+the blocks' frame: with a block basis (``MaxOracle.coord_*``) the atoms are
+kept in block coordinates and their scores read theta = A_i^T w, from the
+oracle's answer (``answer_frame``), or from ``coord_scores`` when the scores
+are needed before (caching) or after a move (sequential steps, ``atom_frame``).
 
 All block quantities come from the atoms (``ActiveSets``): with
 H_k = L_i(y_k) - <w, psi_i(y_k)>, the FW gap of corner s is
@@ -28,16 +29,14 @@ from libc.stdlib cimport free, malloc, realloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
-from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot, psi_at,
+from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot,
                                atom_scatter)
-from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_move,
-                                block_move_again, block_stats, clear_frame, corner_frame,
-                                mark_coords, use_ground_truth)
+from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
 from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
-from ssvm_core._linesearch cimport LINE_WORK, block_box_step
+from ssvm_core._linesearch cimport LINE_WORK
+from ssvm_core._storage cimport BlockStore, Direction
 
-from ssvm_core._view import frame_scratch
 from ssvm_core.options import STEPS
 from ssvm_core.step_counts import StepCounts
 
@@ -90,26 +89,26 @@ cdef inline float64_t _gain(float64_t slope, float64_t curvature,
     return gamma * slope - 0.5 * gamma * gamma * curvature
 
 
-cdef float64_t _curvature(MaxOracle oracle, const Blocks* b, intp_t i,
+cdef float64_t _curvature(MaxOracle oracle, BlockStore st, intp_t i,
                           const BlockAtoms* blk, float64_t a, intp_t k1, float64_t c1,
                           intp_t k2, float64_t c2, float64_t* s, const float64_t* w,
-                          float64_t lam) except? -1 nogil:
+                          float64_t lam, Direction* e) except? -1 nogil:
     """lam ||a v_i + c1 psi_k1 + c2 psi_k2||^2 (k2 < 0: no second atom)."""
-    cdef float64_t dot, sq
     atom_scatter(blk, k1, 1.0, s)
     if k2 >= 0:
         atom_scatter(blk, k2, c2 / c1, s)
-    block_stats(oracle, b, i, a, s, c1, w, NULL, &dot, &sq)
+    st.stats(oracle, i, a, s, c1, w, NULL, e)
     atom_clear(blk, k1, s)
     if k2 >= 0:
         atom_clear(blk, k2, s)
-    return lam * sq
+    return lam * e.sqnorm
 
 
-cdef float64_t _box_line(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
+cdef float64_t _box_line(MaxOracle oracle, BlockStore st, intp_t i, const BlockAtoms* blk,
                          float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
                          float64_t* s, const Primal* p, float64_t lam, float64_t delta_ell,
-                         float64_t gamma_max, float64_t* work, float64_t* gain) except? -1 nogil:
+                         float64_t gamma_max, float64_t* work, float64_t* gain,
+                         Direction* e) except? -1 nogil:
     """Exact step over [0, gamma_max] along e = a v_i + c1 psi_k1 + c2 psi_k2 with a box.
 
     ell moves by delta_ell per unit step; ``gain`` receives the dual's increase
@@ -119,21 +118,23 @@ cdef float64_t _box_line(MaxOracle oracle, const Blocks* b, intp_t i, const Bloc
     atom_scatter(blk, k1, c1, s)
     if k2 >= 0:
         atom_scatter(blk, k2, c2, s)
-    gam = block_box_step(oracle, b, i, a, s, 1.0, p, delta_ell, lam, gamma_max, work, gain)
+    st.form(i, a, s, 1.0, e)
+    gam = st.box_step(oracle, e, 1.0, p, delta_ell, lam, gamma_max, work, gain)
     atom_clear(blk, k1, s)
     if k2 >= 0:
         atom_clear(blk, k2, s)
     return gam
 
 
-cdef int _move(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
+cdef int _move(MaxOracle oracle, BlockStore st, intp_t i, const BlockAtoms* blk,
                float64_t a, intp_t k1, float64_t c1, intp_t k2, float64_t c2,
-               float64_t* s, Primal* p, float64_t avg_coef) except -1 nogil:
+               float64_t* s, Primal* p, float64_t avg_coef, Direction* e) except -1 nogil:
     """v_i += a v_i + c1 psi_k1 + c2 psi_k2 (and v, w, the average with it)."""
     atom_scatter(blk, k1, c1, s)
     if k2 >= 0:
         atom_scatter(blk, k2, c2, s)
-    block_move(oracle, b, i, a, s, 1.0, p, avg_coef)
+    st.form(i, a, s, 1.0, e)
+    st.move(oracle, e, 1.0, p, avg_coef)
     atom_clear(blk, k1, s)
     if k2 >= 0:
         atom_clear(blk, k2, s)
@@ -150,9 +151,9 @@ cdef void _normalise(BlockAtoms* blk) noexcept nogil:
         blk.alpha[k] /= total
 
 
-cdef float64_t _rebuild_block(MaxOracle oracle, const Blocks* b, intp_t i,
+cdef float64_t _rebuild_block(MaxOracle oracle, BlockStore st, intp_t i,
                               const BlockAtoms* blk, float64_t scale, float64_t* s, Primal* p,
-                              float64_t avg_coef) except? -1 nogil:
+                              float64_t avg_coef, Direction* e) except? -1 nogil:
     """Set v_i = scale sum_k alpha_k psi_k from the atoms (v, w, the average follow).
 
     Returns sum_k alpha_k L_k, i.e. n ell_i.
@@ -163,7 +164,8 @@ cdef float64_t _rebuild_block(MaxOracle oracle, const Blocks* b, intp_t i,
         if blk.alpha[k] != 0.0:
             atom_scatter(blk, k, scale * blk.alpha[k], s)
             loss += blk.alpha[k] * blk.loss[k]
-    block_move(oracle, b, i, -1.0, s, 1.0, p, avg_coef)
+    st.form(i, -1.0, s, 1.0, e)
+    st.move(oracle, e, 1.0, p, avg_coef)
     for k in range(blk.n):
         atom_clear(blk, k, s)
     return loss
@@ -194,9 +196,9 @@ cdef void _project_simplex(float64_t* x, intp_t K, float64_t* work) noexcept nog
         x[j] = x[j] - tau if x[j] > tau else 0.0
 
 
-cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+cdef intp_t _corrective_alpha(MaxOracle oracle, BlockStore st, intp_t i, BlockAtoms* blk,
                               float64_t lam, float64_t scale, intp_t n,
-                              float64_t* s) except -1 nogil:
+                              float64_t* s, Direction* e) except -1 nogil:
     """Fully-corrective block step over the block's atoms; returns the atoms dropped.
 
     alpha_i <- argmax over the simplex of g^T d - lam scale^2 / 2 d^T G d with
@@ -208,8 +210,8 @@ cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, Block
     curvature, until the subproblem's FW gap is at rounding level (at most
     1000 iterations).
     """
-    cdef intp_t K = blk.n, k, m, q, _it, dropped = 0
-    cdef float64_t curv = lam * scale * scale, L = 0.0, row, gap, top, dot, gmax = 0.0
+    cdef intp_t K = blk.n, k, m, _it, dropped = 0
+    cdef float64_t curv = lam * scale * scale, L = 0.0, row, gap, top, gmax = 0.0
     cdef float64_t* mem = <float64_t*> malloc((K * K + 5 * K) * sizeof(float64_t))
     if mem == NULL:
         with gil:
@@ -220,18 +222,7 @@ cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, Block
     cdef float64_t* grad = x + K
     cdef float64_t* g = grad + K
     cdef float64_t* work = g + K
-    if b.compact:
-        _compact_gram(oracle, b, i, blk, s, G)
-    else:
-        for m in range(K):
-            atom_scatter(blk, m, 1.0, s)
-            for k in range(m, K):
-                dot = 0.0
-                for q in range(blk.psi_off[k], blk.psi_off[k + 1]):
-                    dot += psi_at(blk, q) * s[blk.psi_idx[q]]
-                G[k * K + m] = dot
-                G[m * K + k] = dot
-            atom_clear(blk, m, s)
+    st.atom_gram(oracle, i, blk, s, G, e)
     for k in range(K):
         a0[k] = blk.alpha[k]
         x[k] = blk.alpha[k]
@@ -267,9 +258,9 @@ cdef intp_t _corrective_alpha(MaxOracle oracle, const Blocks* b, intp_t i, Block
     return dropped
 
 
-cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+cdef intp_t _corrective_box(MaxOracle oracle, BlockStore st, intp_t i, BlockAtoms* blk,
                             float64_t lam, float64_t scale, intp_t n, float64_t* s,
-                            const Primal* p, LineWork* lw) except -1 nogil:
+                            const Primal* p, LineWork* lw, Direction* e) except -1 nogil:
     """Fully-corrective block step with a box; returns the atoms dropped.
 
     ``_corrective_alpha`` maximises a lower bound of the dual's change (its
@@ -295,7 +286,7 @@ cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAt
     dd = lw.alpha + K
     for k in range(K):
         a0[k] = blk.alpha[k]
-    _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
+    _corrective_alpha(oracle, st, i, blk, lam, scale, n, s, e)
     for k in range(K):
         dd[k] = blk.alpha[k] - a0[k]
         total += dd[k]
@@ -310,8 +301,8 @@ cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAt
                 gmax = min(gmax, a0[k] / -dd[k])
     if gmax == INFINITY:                      # x == alpha
         gmax = 0.0
-    gam = block_box_step(oracle, b, i, 0.0, s, 1.0, p, delta_ell / n, lam, gmax, lw.work,
-                         NULL)
+    st.form(i, 0.0, s, 1.0, e)
+    gam = st.box_step(oracle, e, 1.0, p, delta_ell / n, lam, gmax, lw.work, NULL)
     for k in range(K):
         atom_clear(blk, k, s)
         if dd[k] < 0.0 and gam >= a0[k] / -dd[k]:   # the atoms that bound gamma
@@ -323,52 +314,27 @@ cdef intp_t _corrective_box(MaxOracle oracle, const Blocks* b, intp_t i, BlockAt
     return dropped
 
 
-cdef int _compact_gram(MaxOracle oracle, const Blocks* b, intp_t i, const BlockAtoms* blk,
-                       float64_t* s, float64_t* G) except -1 nogil:
-    """G[k, m] = <A_i q_k, A_i q_m> of the atoms' block coordinates, by polarisation:
-    (||A_i (q_k + q_m)||^2 - ||A_i q_k||^2 - ||A_i q_m||^2) / 2."""
-    cdef intp_t K = blk.n, k, m
-    cdef float64_t dot, sq
-    for k in range(K):
-        atom_scatter(blk, k, 1.0, s)
-        block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
-        G[k * K + k] = sq
-        atom_clear(blk, k, s)
-    for m in range(K):
-        for k in range(m + 1, K):
-            atom_scatter(blk, m, 1.0, s)
-            atom_scatter(blk, k, 1.0, s)
-            block_stats(oracle, b, i, 0.0, s, 1.0, NULL, NULL, &dot, &sq)
-            G[k * K + m] = G[m * K + k] = 0.5 * (sq - G[k * K + k] - G[m * K + m])
-            atom_clear(blk, m, s)
-            atom_clear(blk, k, s)
-    return 0
-
-
 cdef inline void _score_atoms(BlockAtoms* blk, const float64_t* x) noexcept nogil:
     """blk.score[k] = H_k(w) for every atom, with x = w, or x = theta = A_i^T w
-    when the atoms are kept in block coordinates (compact blocks)."""
+    when the atoms are kept in block coordinates (``CompactStore``)."""
     cdef intp_t k
     for k in range(blk.n):
         blk.score[k] = blk.loss[k] - atom_dot(blk, k, x)
 
 
-cdef inline int _score_atoms_at(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+cdef inline int _score_atoms_at(MaxOracle oracle, BlockStore st, intp_t i, BlockAtoms* blk,
                                 const float64_t* w, float64_t* theta) except -1 nogil:
-    """``_score_atoms`` at w without an oracle answer: compact blocks first
-    compute theta = A_i^T w (``coord_scores``, into ``theta``)."""
-    if b.compact:
-        oracle.coord_scores(i, w, theta)
-        _score_atoms(blk, theta)
-    else:
-        _score_atoms(blk, w)
+    """``_score_atoms`` at w without an oracle answer (the store says what the atoms'
+    scores read, e.g. theta = A_i^T w computed into ``theta``)."""
+    _score_atoms(blk, st.atom_frame(oracle, i, w, theta))
     return 0
 
 
-cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, BlockAtoms* blk,
+cdef float64_t _sequential_steps(MaxOracle oracle, BlockStore st, intp_t i, BlockAtoms* blk,
                                  intp_t ks, float64_t lam, float64_t scale, intp_t n,
                                  float64_t* s, Primal* p, float64_t avg_coef,
-                                 float64_t* theta, float64_t* line_work) except? -1 nogil:
+                                 float64_t* theta, float64_t* line_work,
+                                 Direction* e) except? -1 nogil:
     """Branson et al.'s sequential multi-sample update (Branson et al. (2013), Alg. 1) in BCFW's
     normalisation.
 
@@ -378,28 +344,28 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
     every other stored labelling in order; H_k is recomputed at the moving w.
     Returns the new ell_i.
     """
-    cdef intp_t t, k, q, m
-    cdef float64_t H, sum_aH, dot, sq, gam, ell_i = 0.0
+    cdef intp_t t, k, q
+    cdef float64_t H, sum_aH, gam, ell_i = 0.0
     for k in range(blk.n):
         ell_i += blk.alpha[k] * blk.loss[k]
     ell_i /= n
     for t in range(blk.n):
         q = ks if t == 0 else (t - 1 if t - 1 < ks else t)
         sum_aH = 0.0
-        _score_atoms_at(oracle, b, i, blk, p.w, theta)
+        _score_atoms_at(oracle, st, i, blk, p.w, theta)
         for k in range(blk.n):
             sum_aH += blk.alpha[k] * blk.score[k]
         H = blk.score[q]
         atom_scatter(blk, q, 1.0, s)
-        m = 0
         if p.lower != NULL:
-            gam = block_box_step(oracle, b, i, -1.0, s, scale, p, blk.loss[q] / n - ell_i,
-                                 lam, 1.0, line_work, NULL)
+            st.form(i, -1.0, s, scale, e)
+            gam = st.box_step(oracle, e, 1.0, p, blk.loss[q] / n - ell_i, lam, 1.0,
+                              line_work, NULL)
         else:
-            m = block_stats(oracle, b, i, -1.0, s, scale, p.w, NULL, &dot, &sq)
-            gam = _line_step((H - sum_aH) / n, lam * sq, 1.0)
+            st.stats(oracle, i, -1.0, s, scale, p.w, NULL, e)
+            gam = _line_step((H - sum_aH) / n, lam * e.sqnorm, 1.0)
         if gam > 0.0:                # gam times the direction of the search
-            block_move_again(oracle, b, i, m, gam, -1.0, s, scale, p, avg_coef)
+            st.move(oracle, e, gam, p, avg_coef)
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
             blk.alpha[q] += gam
@@ -408,10 +374,10 @@ cdef float64_t _sequential_steps(MaxOracle oracle, const Blocks* b, intp_t i, Bl
     return ell_i
 
 
-cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
-                       float64_t* s, const Sampler* smp, const Options* opt,
+cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger* b,
+                       Primal* p, float64_t* s, const Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
-                       Counts* cnt, Corner* c, LineWork* lw) except -1 nogil:
+                       Counts* cnt, Corner* c, LineWork* lw, Direction* e) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, k, j, ks, ka, kind, n_active, n_got, q
     cdef float64_t lam = opt.lam, scale = 1.0 / (lam * n)
     cdef float64_t H, sum_aH, h_best, h_away, g_fw, g_away, g_pw, thr_local, thr_global
@@ -423,16 +389,16 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         i = next_block(smp, t, n)
         blk = &atoms.blocks[i]
         j = cnt.steps + 1                     # this step creates iterate j
-        prefetch_steps(oracle, b, atoms.blocks, smp, t, n)
+        prefetch_steps(oracle, st, atoms.blocks, smp, t, n)
 
         # Scores of the stored atoms at w; the cache corner is the best one.
-        # (Compact blocks without a cache score after the oracle call, whose
-        # answer brings theta.)
+        # (Without a cache they are scored after the oracle call, whose answer
+        # brings what they read, see ``BlockStore.answer_frame``.)
         sum_aH = 0.0
         h_best = -INFINITY
         ks = 0
-        if opt.cache or not b.compact:
-            _score_atoms_at(oracle, b, i, blk, p.w, c.theta)
+        if opt.cache:
+            _score_atoms_at(oracle, st, i, blk, p.w, c.theta)
             for k in range(blk.n):
                 H = blk.score[k]
                 if blk.alpha[k] > 0.0:
@@ -462,11 +428,10 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             if below_ground_truth(c):
                 use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
-            if b.compact and not opt.cache:           # theta came with the answer
-                _score_atoms(blk, c.theta)
-            if b.compact:                   # the atoms' coordinates enter the block's mask
-                for k in range(n_got):
-                    mark_coords(b, i, c[k].coord_idx, c[k].coord_nnz)
+            if not opt.cache:
+                _score_atoms(blk, st.answer_frame(c, p.w))
+            for k in range(n_got):          # the atoms' coordinates enter the block's frame
+                st.mark(i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block
                 if not below_ground_truth(&c[k]):
                     q = atoms._add(i, &c[k], j - 1, oracle.n_features)
@@ -512,33 +477,33 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         # App. H); without one, the closed form of the quadratic.
         if kind == STEP_FW or opt.step == STEP_HYBRID:
             if p.lower != NULL:
-                gam_fw = _box_line(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p, lam,
-                                   blk.loss[ks] / n - b.ell[i], 1.0, lw.work, &gain_fw)
+                gam_fw = _box_line(oracle, st, i, blk, -1.0, ks, scale, -1, 0.0, s, p, lam,
+                                   blk.loss[ks] / n - b.ell[i], 1.0, lw.work, &gain_fw, e)
             else:
-                curv_fw = _curvature(oracle, b, i, blk, -1.0, ks, scale, -1, 0.0, s, p.w,
-                                     lam)
+                curv_fw = _curvature(oracle, st, i, blk, -1.0, ks, scale, -1, 0.0, s, p.w,
+                                     lam, e)
                 gam_fw = _line_step(g_fw, curv_fw, 1.0)
                 gain_fw = _gain(g_fw, curv_fw, gam_fw)
         if kind == STEP_AWAY or opt.step == STEP_HYBRID:
             if p.lower != NULL:
-                gam_away = _box_line(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p, lam,
+                gam_away = _box_line(oracle, st, i, blk, 1.0, ka, -scale, -1, 0.0, s, p, lam,
                                      b.ell[i] - blk.loss[ka] / n, gmax_away, lw.work,
-                                     &gain_away)
+                                     &gain_away, e)
             else:
-                curv_away = _curvature(oracle, b, i, blk, 1.0, ka, -scale, -1, 0.0, s, p.w,
-                                       lam)
+                curv_away = _curvature(oracle, st, i, blk, 1.0, ka, -scale, -1, 0.0, s, p.w,
+                                       lam, e)
                 gam_away = _line_step(g_away, curv_away, gmax_away)
                 gain_away = _gain(g_away, curv_away, gam_away)
         if kind == STEP_PAIRWISE or opt.step == STEP_HYBRID:
             if ks == ka:
                 gain_pw, gam_pw = 0.0, 0.0
             elif p.lower != NULL:
-                gam_pw = _box_line(oracle, b, i, blk, 0.0, ks, scale, ka, -scale, s, p, lam,
+                gam_pw = _box_line(oracle, st, i, blk, 0.0, ks, scale, ka, -scale, s, p, lam,
                                    (blk.loss[ks] - blk.loss[ka]) / n, blk.alpha[ka], lw.work,
-                                   &gain_pw)
+                                   &gain_pw, e)
             else:
-                curv_pw = _curvature(oracle, b, i, blk, 0.0, ks, scale, ka, -scale, s, p.w,
-                                     lam)
+                curv_pw = _curvature(oracle, st, i, blk, 0.0, ks, scale, ka, -scale, s, p.w,
+                                     lam, e)
                 gam_pw = _line_step(g_pw, curv_pw, blk.alpha[ka])
                 gain_pw = _gain(g_pw, curv_pw, gam_pw)
         if opt.step == STEP_HYBRID:
@@ -552,21 +517,22 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
         ell_s = blk.loss[ks] / n
         ell_a = blk.loss[ka] / n
         if kind == STEP_SEQUENTIAL:
-            ell_step = _sequential_steps(oracle, b, i, blk, ks, lam, scale, n, s, p,
-                                         0.5 * (j - 1) * j, c.theta, lw.work) - b.ell[i]
+            ell_step = _sequential_steps(oracle, st, i, blk, ks, lam, scale, n, s, p,
+                                         0.5 * (j - 1) * j, c.theta, lw.work, e) - b.ell[i]
             cnt.corrective += 1
         elif kind == STEP_CORRECTIVE:
             if p.lower != NULL:
-                cnt.drop += _corrective_box(oracle, b, i, blk, lam, scale, n, s, p, lw)
+                cnt.drop += _corrective_box(oracle, st, i, blk, lam, scale, n, s, p, lw, e)
             else:
-                cnt.drop += _corrective_alpha(oracle, b, i, blk, lam, scale, n, s)
+                cnt.drop += _corrective_alpha(oracle, st, i, blk, lam, scale, n, s, e)
             _normalise(blk)
-            ell_step = _rebuild_block(oracle, b, i, blk, scale, s, p, 0.5 * (j - 1) * j) / n \
+            ell_step = _rebuild_block(oracle, st, i, blk, scale, s, p, 0.5 * (j - 1) * j, e) / n \
                 - b.ell[i]
             cnt.corrective += 1
         elif kind == STEP_FW:
             gam = gam_fw if opt.line_search else 2.0 * n / (cnt.steps + 2.0 * n)
-            _move(oracle, b, i, blk, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j)
+            _move(oracle, st, i, blk, -gam, ks, gam * scale, -1, 0.0, s, p, 0.5 * (j - 1) * j,
+                  e)
             ell_step = gam * (ell_s - b.ell[i])
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gam == 1.0 else (1.0 - gam) * blk.alpha[k]
@@ -583,13 +549,13 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, Blocks* b, Primal* p,
             else:
                 blk.alpha[ka] = max(blk.alpha[ka] - gam / (1.0 + gam), 0.0)
             _normalise(blk)
-            ell_step = _rebuild_block(oracle, b, i, blk, scale, s, p, 0.5 * (j - 1) * j) / n \
+            ell_step = _rebuild_block(oracle, st, i, blk, scale, s, p, 0.5 * (j - 1) * j, e) / n \
                 - b.ell[i]
             cnt.away += 1
         else:
             gam = gam_pw
-            _move(oracle, b, i, blk, 0.0, ks, gam * scale, ka, -gam * scale, s, p,
-                  0.5 * (j - 1) * j)
+            _move(oracle, st, i, blk, 0.0, ks, gam * scale, ka, -gam * scale, s, p,
+                  0.5 * (j - 1) * j, e)
             ell_step = gam * (ell_s - ell_a)
             if gam == blk.alpha[ka] and gam > 0.0:
                 blk.alpha[ka] = 0.0
@@ -658,12 +624,12 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
                          f"steps only, not step={step!r}")
     state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms, oracle)
-    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef float64_t[::1] s = view.store.frame_scratch(oracle)
     cdef float64_t[::1] oracle_gaps = state.block_oracle_gaps
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     if n_samples < 1:
         raise ValueError(f"n_samples must be >= 1, got {n_samples}")
-    buffers = [CornerBuffer(oracle, state.compact_blocks, psi=False) for _ in range(n_samples)]
+    buffers = [view.store.corner_buffer(oracle, psi=False) for _ in range(n_samples)]
     cdef Corner* corners = <Corner*> malloc(n_samples * sizeof(Corner))
     if corners == NULL:
         raise MemoryError()
@@ -696,13 +662,14 @@ def active_pass(MaxOracle oracle, state, const intp_t[::1] order, *, str step="f
         return StepCounts()
     try:
         if oracle.needs_gil:
-            _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0], &view.sampler,
-                          &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, corners, &lw)
+            _active_steps(oracle, atoms, view.store, &view.ledger, &view.primal, &s[0],
+                          &view.sampler, &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt, corners,
+                          &lw, &view.direction.d)
         else:
             with nogil:
-                _active_steps(oracle, atoms, &view.blocks, &view.primal, &s[0],
+                _active_steps(oracle, atoms, view.store, &view.ledger, &view.primal, &s[0],
                               &view.sampler, &opt, &oracle_gaps[0], &ell, &ell_avg, &cnt,
-                              corners, &lw)
+                              corners, &lw, &view.direction.d)
     finally:
         free(corners)
         free(lw.alpha)
@@ -732,8 +699,8 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     if len(labellings) != n:
         raise ValueError(f"{len(labellings)} labellings for {n} blocks")
     cdef StateView view = StateView(state, None, None, oracle)
-    cdef float64_t[::1] s = frame_scratch(oracle, state)
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks, psi=False)
+    cdef float64_t[::1] s = view.store.frame_scratch(oracle)
+    cdef CornerBuffer buf = view.store.corner_buffer(oracle, psi=False)
     cdef Corner* c = &buf.corner
     cdef float64_t scale = 1.0 / (state.lam * n)
     cdef int32_t[::1] lab
@@ -743,12 +710,13 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
     for i in range(n):
         lab = np.ascontiguousarray(labellings[i], dtype=np.int32).ravel()
         oracle.evaluate(i, &lab[0] if lab.shape[0] else NULL, lab.shape[0], view.primal.w, c)
-        vs = corner_frame(c, &view.blocks, i, &s[0])
-        block_move(oracle, &view.blocks, i, -1.0, vs, scale, &view.primal, 0.0)
-        view.blocks.ell[i] = c.loss / n
+        vs = view.store.frame(c, i, &s[0])
+        view.store.form(i, -1.0, vs, scale, &view.direction.d)
+        view.store.move(oracle, &view.direction.d, 1.0, &view.primal, 0.0)
+        view.ledger.ell[i] = c.loss / n
         if atoms is not None:
             ks = atoms._add(i, c, 0, oracle.n_features)
             blk = &atoms.blocks[i]
             for k in range(blk.n):
                 blk.alpha[k] = 1.0 if k == ks else 0.0
-        clear_frame(c, &view.blocks, &s[0])
+        view.store.clear_frame(c, &s[0])

@@ -7,7 +7,7 @@ the answers (``Answers``: labellings, losses and sparse psi in CSR layout);
 ``AnswerOracle`` serves them to the existing one-pass kernels, with each
 score H_i(y; w) = L_i(y) - <w, psi_i(y)> recomputed at the w the kernel
 passes, i.e. the up-to-date iterate, so every step's line search is exact.
-With compact blocks the replayed answer's block coordinates and
+With blocks kept in coordinates (``CompactStore``) the replayed answer's block coordinates and
 theta = A_i^T w are recomputed at that w too (``evaluate`` and
 ``coord_scores`` of the wrapped oracle).
 """
@@ -22,13 +22,13 @@ from libc.string cimport memcpy
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, DelegatingOracle, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
-from ssvm_core._blocks cimport Blocks, Primal, below_ground_truth, use_ground_truth
+from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
 from ssvm_core._fw cimport bcfw_steps
 from ssvm_core._linesearch cimport LINE_WORK
 from ssvm_core._sampling cimport Sampler
+from ssvm_core._storage cimport BlockStore, Direction
 from ssvm_core._view cimport StateView
 
-from ssvm_core._view import frame_scratch
 from ssvm_core.step_counts import StepCounts
 
 
@@ -569,7 +569,7 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
     with g_i the block's gap at its last oracle call.  Blocks before it in
     the round move w, so a prediction can be wrong either way; the kernel
     decides with the current w (a predicted hit that misses calls the oracle).
-    A state with compact blocks needs its ``oracle`` (the atoms' scores read
+    A state whose blocks are kept in coordinates needs its ``oracle`` (the atoms' scores read
     A_i^T w).
     """
     cdef ActiveSets atoms = state.atoms
@@ -582,13 +582,11 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
     cdef float64_t thr_global = cache_nu * (0.0 if isnan(gg) else gg) / n
     cdef float64_t H, h_best, sum_aH, g_fw
     cdef const BlockAtoms* blk
-    cdef const float64_t* at = &w[0]
-    cdef float64_t[::1] theta = None
-    if state.compact_blocks:
-        if oracle is None:
-            raise ValueError("a state with compact blocks needs its oracle")
-        theta = np.zeros(oracle.max_coords)
-        at = &theta[0]
+    cdef const float64_t* at
+    cdef BlockStore store = state.blocks
+    store.check_basis(oracle)
+    cdef float64_t[::1] theta = (store.frame_scratch(oracle) if oracle is not None
+                                 else np.zeros(1))
     hits = np.zeros(blocks.shape[0], dtype=bool)
     cdef uint8_t[::1] hv = hits.view(np.uint8)
     for b in range(blocks.shape[0]):
@@ -598,8 +596,7 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
         if isnan(oracle_gaps[i]):
             continue
         blk = &atoms.blocks[i]
-        if theta is not None:
-            oracle.coord_scores(i, &w[0], &theta[0])
+        at = store.atom_frame(oracle, i, &w[0], &theta[0])
         sum_aH = 0.0
         h_best = -1e308
         for k in range(blk.n):
@@ -774,11 +771,12 @@ cdef class _Crew:
             return len(self.errors) > 0
 
 
-cdef int _fw_rounds(_Crew crew, AnswerOracle replay, Blocks* b, Primal* p, float64_t* s,
+cdef int _fw_rounds(_Crew crew, AnswerOracle replay, BlockStore st, Ledger* b, Primal* p,
+                    float64_t* s,
                     const intp_t* order, const intp_t* round_ptr, intp_t n_rounds,
                     float64_t lam, bint line_search, float64_t* ell, float64_t* ell_avg,
                     intp_t* n_steps, intp_t* n_replaced, intp_t* n_calls, _Key* keys,
-                    intp_t* key_blocks, intp_t* key_slots, Corner* c,
+                    intp_t* key_blocks, intp_t* key_slots, Corner* c, Direction* e,
                     float64_t* line_work) except -1 nogil:
     """Rounds ``order[round_ptr[r]:round_ptr[r + 1]]``: their calls at the round's w,
     then their block steps in that order on the answers (``AnswerOracle``)."""
@@ -807,8 +805,8 @@ cdef int _fw_rounds(_Crew crew, AnswerOracle replay, Blocks* b, Primal* p, float
         replay._replay(pk, key_blocks, key_slots)
         smp.order = blocks
         smp.n_order = nb
-        bcfw_steps(replay, b, p, s, &smp, lam, line_search, ell, ell_avg, n_steps,
-                   n_replaced, c, line_work)
+        bcfw_steps(replay, st, b, p, s, &smp, lam, line_search, ell, ell_avg, n_steps,
+                   n_replaced, c, e, line_work)
     return 0
 
 
@@ -862,10 +860,10 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
         return 0
     state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, None, None, oracle)
-    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef float64_t[::1] s = view.store.frame_scratch(oracle)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0, n_calls = 0
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
+    cdef CornerBuffer buf = view.store.corner_buffer(oracle)
     cdef float64_t lam = state.lam
     cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
                                              if state.has_box else 1)
@@ -880,17 +878,18 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
     crew.start()
     try:
         if oracle.needs_gil:
-            failed = _fw_rounds(crew, replay, &view.blocks, &view.primal, &s[0], &order[0],
-                                &round_ptr[0], n_rounds, lam, line_search, &ell, &ell_avg,
-                                &n_steps, &n_replaced, &n_calls, keys, &key_blocks[0],
-                                &key_slots[0], &buf.corner, &line_work[0])
+            failed = _fw_rounds(crew, replay, view.store, &view.ledger, &view.primal, &s[0],
+                                &order[0], &round_ptr[0], n_rounds, lam, line_search, &ell,
+                                &ell_avg, &n_steps, &n_replaced, &n_calls, keys,
+                                &key_blocks[0], &key_slots[0], &buf.corner,
+                                &view.direction.d, &line_work[0])
         else:
             with nogil:
-                failed = _fw_rounds(crew, replay, &view.blocks, &view.primal, &s[0],
-                                    &order[0], &round_ptr[0], n_rounds, lam, line_search,
-                                    &ell, &ell_avg, &n_steps, &n_replaced, &n_calls, keys,
-                                    &key_blocks[0], &key_slots[0], &buf.corner,
-                                    &line_work[0])
+                failed = _fw_rounds(crew, replay, view.store, &view.ledger, &view.primal,
+                                    &s[0], &order[0], &round_ptr[0], n_rounds, lam,
+                                    line_search, &ell, &ell_avg, &n_steps, &n_replaced,
+                                    &n_calls, keys, &key_blocks[0], &key_slots[0],
+                                    &buf.corner, &view.direction.d, &line_work[0])
         if failed:
             raise crew.errors[0]
     finally:

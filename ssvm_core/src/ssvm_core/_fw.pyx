@@ -20,57 +20,54 @@ import numpy as np
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms
-from ssvm_core._blocks cimport (Blocks, Primal, below_ground_truth, block_dot, block_move,
-                                block_move_again, block_stats, clear_frame, corner_frame,
-                                step_size, use_ground_truth)
+from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size, use_ground_truth
 from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
-from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, block_box_step, box_search
+from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, box_search
+from ssvm_core._storage cimport BlockStore, Direction
 
-from ssvm_core._view import frame_scratch
 from ssvm_core.step_counts import StepCounts
 
 
-cdef int bcfw_steps(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+cdef int bcfw_steps(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float64_t* s,
                     const Sampler* smp, float64_t lam, bint line_search,
                     float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
-                    intp_t* n_replaced, Corner* c, float64_t* line_work) except -1 nogil:
+                    intp_t* n_replaced, Corner* c, Direction* e,
+                    float64_t* line_work) except -1 nogil:
     # line_work: LINE_WORK * n_features doubles for the exact box line search (unused
     # without a box).
-    cdef intp_t n = oracle.n_blocks, t, i, j, m
-    cdef float64_t scale = 1.0 / (lam * n), dot, sqnorm, ell_s, gap, gamma, ell_step
+    cdef intp_t n = oracle.n_blocks, t, i, j
+    cdef float64_t scale = 1.0 / (lam * n), ell_s, gap, gamma, ell_step
     cdef const float64_t* vs
     for t in range(smp.n_order + smp.n_uniforms):
         i = next_block(smp, t, n)
-        prefetch_steps(oracle, b, NULL, smp, t, n)
+        prefetch_steps(oracle, st, NULL, smp, t, n)
         oracle.solve(i, p.w, c)
         if below_ground_truth(c):
             use_ground_truth(c, oracle.n_features)
             n_replaced[0] += 1
-        vs = corner_frame(c, b, i, s)
-        m = block_stats(oracle, b, i, 1.0, vs, -scale, p.w, c.theta, &dot, &sqnorm)
+        vs = st.frame(c, i, s)
+        st.stats(oracle, i, 1.0, vs, -scale, p.w, c.theta, e)     # e = w_i - v_s
         ell_s = c.loss / n
-        gap = lam * dot - b.ell[i] + ell_s
+        gap = lam * e.dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
         if smp.uniforms != NULL:
             tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
         if line_search and p.lower != NULL:
-            gamma = block_box_step(oracle, b, i, -1.0, vs, scale, p, ell_s - b.ell[i], lam,
-                                   1.0, line_work, NULL)
+            gamma = st.box_step(oracle, e, -1.0, p, ell_s - b.ell[i], lam, 1.0, line_work,
+                                NULL)
         elif line_search:
-            gamma = step_size(gap, lam * sqnorm)
+            gamma = step_size(gap, lam * e.sqnorm)
         else:
             gamma = 2.0 * n / (n_steps[0] + 2.0 * n)
         j = n_steps[0] + 1                    # this step creates iterate j
-        # the move is -gamma times the direction of the gap (the box search formed
-        # another one, which block_move_again sees from p.lower)
-        block_move_again(oracle, b, i, m, -gamma, 1.0, vs, -scale, p, 0.5 * (j - 1) * j)
+        st.move(oracle, e, -gamma, p, 0.5 * (j - 1) * j)     # toward the corner
         ell_step = gamma * (ell_s - b.ell[i])
         b.ell[i] += ell_step
         ell[0] += ell_step
         ell_avg[0] = ((j - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (j + 1.0)
         n_steps[0] = j
-        clear_frame(c, b, s)
+        st.clear_frame(c, s)
     return 0
 
 
@@ -92,10 +89,10 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
                          "out of sync with alpha; use _active.active_pass(step='fw')")
     state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, order, gap_uniforms, oracle)
-    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef float64_t[::1] s = view.store.frame_scratch(oracle)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks, psi=False)
+    cdef CornerBuffer buf = view.store.corner_buffer(oracle, psi=False)
     cdef float64_t lam = state.lam
     cdef float64_t[::1] line_work = np.zeros(LINE_WORK * oracle.n_features
                                              if state.has_box else 1)
@@ -103,14 +100,14 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
         return StepCounts()
     try:
         if oracle.needs_gil:
-            bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                       line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
-                       &line_work[0])
+            bcfw_steps(oracle, view.store, &view.ledger, &view.primal, &s[0], &view.sampler,
+                       lam, line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
+                       &view.direction.d, &line_work[0])
         else:
             with nogil:
-                bcfw_steps(oracle, &view.blocks, &view.primal, &s[0], &view.sampler, lam,
-                           line_search, &ell, &ell_avg, &n_steps, &n_replaced, &buf.corner,
-                           &line_work[0])
+                bcfw_steps(oracle, view.store, &view.ledger, &view.primal, &s[0],
+                           &view.sampler, lam, line_search, &ell, &ell_avg, &n_steps,
+                           &n_replaced, &buf.corner, &view.direction.d, &line_work[0])
     finally:
         # Booked here, not by the caller, so that the steps completed before an
         # oracle call fails are kept: the blocks have moved, and ell and the
@@ -122,7 +119,8 @@ def bcfw_pass(MaxOracle oracle, state, const intp_t[::1] order, bint line_search
     return counts
 
 
-cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t lam,
+cdef int _fw_corners(MaxOracle oracle, BlockStore st, Ledger* b, const float64_t* w,
+                     float64_t lam,
                      int32_t* labels, intp_t* n_labels, float64_t* vs,
                      float64_t* ell_s, intp_t* n_replaced, Corner* c) except -1 nogil:
     # Batch FW, phase 1: all corners at w; sum v_s and ell_s; exact block gaps.
@@ -145,14 +143,14 @@ cdef int _fw_corners(MaxOracle oracle, Blocks* b, const float64_t* w, float64_t 
             for k in range(c.psi_nnz):
                 vs[c.psi_idx[k]] += scale * c.psi_val[k]
         ell_s[0] += c.loss / n
-        b.gap_estimates[i] = lam * block_dot(b, i, w, c.theta) - b.ell[i] + c.score / n
+        b.gap_estimates[i] = lam * st.dot(i, w, c.theta) - b.ell[i] + c.score / n
     return 0
 
 
-cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
+cdef int _fw_move(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float64_t* s,
                   float64_t avg_coef, float64_t lam, float64_t gamma,
                   const int32_t* labels, const intp_t* n_labels, ActiveSets atoms,
-                  intp_t step, Corner* c) except -1 nogil:
+                  intp_t step, Corner* c, Direction* e) except -1 nogil:
     # Batch FW, phase 2: move every block toward its corner with the common gamma.
     # With active sets, alpha_i <- (1 - gamma) alpha_i + gamma delta(corner) too
     # (zeroed atoms other than the ground truth are dropped: batch FW has no cache).
@@ -165,8 +163,9 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
             vs, loss = s, 0.0                # s is all zeros between steps
         else:
             oracle.evaluate(i, labels + i * oracle.max_labels, n_labels[i], p.w, c)
-            vs, loss = corner_frame(c, b, i, s), c.loss
-        block_move(oracle, b, i, -gamma, vs, gamma * scale, p, avg_coef)
+            vs, loss = st.frame(c, i, s), c.loss
+        st.form(i, -gamma, vs, gamma * scale, e)
+        st.move(oracle, e, 1.0, p, avg_coef)
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if atoms is not None:
             blk = &atoms.blocks[i]
@@ -180,7 +179,7 @@ cdef int _fw_move(MaxOracle oracle, Blocks* b, Primal* p, float64_t* s,
                     atoms._remove(i, k)
                 k -= 1
         if n_labels[i] >= 0:
-            clear_frame(c, b, s)
+            st.clear_frame(c, s)
     return 0
 
 
@@ -203,22 +202,22 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     cdef float64_t[::1] v = state.v
     cdef float64_t[::1] w = state.w
     cdef float64_t[::1] vs = np.zeros(d)
-    cdef float64_t[::1] s = frame_scratch(oracle, state)
+    cdef float64_t[::1] s = view.store.frame_scratch(oracle)
     cdef int32_t[::1] labels = np.zeros(max(n * oracle.max_labels, 1), dtype=np.int32)
     cdef intp_t[::1] n_labels = np.zeros(n, dtype=np.intp)
-    cdef CornerBuffer buf = CornerBuffer(oracle, state.compact_blocks)
+    cdef CornerBuffer buf = view.store.corner_buffer(oracle)
     cdef float64_t lam = state.lam, ell = state.ell, ell_s = 0.0, dot = 0.0, sq = 0.0
     cdef float64_t gap, gamma, diff
     cdef intp_t k, j = state.n_steps + 1, n_replaced = 0
     cdef ActiveSets atoms = state.atoms
     cdef float64_t[::1] e, line_work
     if oracle.needs_gil:
-        _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
-                    &ell_s, &n_replaced, &buf.corner)
+        _fw_corners(oracle, view.store, &view.ledger, &w[0], lam, &labels[0], &n_labels[0],
+                    &vs[0], &ell_s, &n_replaced, &buf.corner)
     else:
         with nogil:
-            _fw_corners(oracle, &view.blocks, &w[0], lam, &labels[0], &n_labels[0], &vs[0],
-                        &ell_s, &n_replaced, &buf.corner)
+            _fw_corners(oracle, view.store, &view.ledger, &w[0], lam, &labels[0],
+                        &n_labels[0], &vs[0], &ell_s, &n_replaced, &buf.corner)
     for k in range(d):
         diff = v[k] - vs[k]
         dot += diff * w[k]
@@ -232,12 +231,14 @@ def fw_step(MaxOracle oracle, state, bint line_search):
     else:
         gamma = step_size(gap, lam * sq) if line_search else 2.0 / (j + 1.0)
     if oracle.needs_gil:
-        _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam, gamma,
-                 &labels[0], &n_labels[0], atoms, j, &buf.corner)
+        _fw_move(oracle, view.store, &view.ledger, &view.primal, &s[0], 0.5 * (j - 1) * j,
+                 lam, gamma, &labels[0], &n_labels[0], atoms, j, &buf.corner,
+                 &view.direction.d)
     else:
         with nogil:
-            _fw_move(oracle, &view.blocks, &view.primal, &s[0], 0.5 * (j - 1) * j, lam,
-                     gamma, &labels[0], &n_labels[0], atoms, j, &buf.corner)
+            _fw_move(oracle, view.store, &view.ledger, &view.primal, &s[0],
+                     0.5 * (j - 1) * j, lam, gamma, &labels[0], &n_labels[0], atoms, j,
+                     &buf.corner, &view.direction.d)
     ell = ell + gamma * (ell_s - ell)
     state.record_steps(StepCounts(ell=ell, ell_avg=((j - 1.0) * state.ell_avg + 2.0 * ell)
                                   / (j + 1.0), steps=1, oracle_calls=n, replaced=n_replaced,

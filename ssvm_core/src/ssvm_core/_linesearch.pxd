@@ -29,8 +29,7 @@
 from libc.math cimport INFINITY
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
-from ssvm_core._blocks cimport Blocks, Primal, block_support, clip, compact_direction
-from ssvm_core._oracle cimport MaxOracle
+from ssvm_core._blocks cimport clip
 
 
 ctypedef struct Breakpoint:
@@ -39,7 +38,7 @@ ctypedef struct Breakpoint:
 
 
 cdef enum:
-    # Doubles of scratch per direction entry that ``block_box_search`` needs:
+    # Doubles of scratch per direction entry that ``BlockStore.box_step`` needs:
     # the entry itself and up to two breakpoints of two doubles each.
     LINE_WORK = 5
 
@@ -144,59 +143,3 @@ cdef inline float64_t box_search(const float64_t* v, const float64_t* lower,
     if gain != NULL:
         gain[0] = acc
     return gam
-
-
-cdef inline float64_t block_box_search(const float64_t* wi, const int32_t* support, intp_t m,
-                                       float64_t a, const float64_t* s, float64_t c,
-                                       const Primal* p, float64_t delta_ell, float64_t lam,
-                                       float64_t gamma_max, float64_t* work,
-                                       float64_t* gain) noexcept nogil:
-    """Exact step along the block direction e = a w_i + c s (as in ``affine_stats``).
-
-    e is written to work[0..m) on the block's support, then ``box_search``
-    runs at p.v with p's box, breakpoints in the rest of ``work``, which holds
-    LINE_WORK * m doubles.
-    """
-    cdef intp_t k
-    if support == NULL:
-        for k in range(m):
-            work[k] = a * wi[k] + c * s[k]
-    else:
-        for k in range(m):
-            work[k] = a * wi[k] + c * s[support[k]]
-    return box_search(p.v, p.lower, p.upper, support, work, m, delta_ell, lam,
-                      gamma_max, <Breakpoint*> (work + m), gain)
-
-
-cdef inline float64_t block_box_step(MaxOracle oracle, const Blocks* b, intp_t i, float64_t a,
-                                     const float64_t* s, float64_t c, const Primal* p,
-                                     float64_t delta_ell, float64_t lam, float64_t gamma_max,
-                                     float64_t* work, float64_t* gain) except? -1 nogil:
-    """``block_box_search`` for any block storage (see ``_blocks.pxd``).
-
-    Compact blocks: e = a b_i + c s is formed in block coordinates (on the
-    block's mask, ``compact_direction``), expanded into features by the
-    oracle (``coord_expand``) and its repeated entries summed (``b.pos``, -1
-    on entry and exit, marks the features seen), so that the search gets
-    unique indices.  ``work`` holds LINE_WORK * n_features doubles.
-    """
-    cdef const float64_t* wi = b.values + b.ptr[i]
-    cdef intp_t m = b.ptr[i + 1] - b.ptr[i], k, q, nnz, u = 0
-    cdef int32_t g
-    if not b.compact:
-        return block_box_search(wi, block_support(b, i), m, a, s, c, p, delta_ell, lam,
-                                gamma_max, work, gain)
-    m = compact_direction(b, i, a, s, c)
-    nnz = oracle.coord_expand(i, b.e_idx, b.e, m, b.ex_idx, b.ex_val)
-    for q in range(nnz):                  # in place: entry u <= q is already read
-        g = b.ex_idx[q]
-        if b.pos[g] < 0:
-            b.pos[g] = <int32_t> u
-            b.ex_idx[u] = g
-            work[u] = 0.0
-            u += 1
-        work[b.pos[g]] += b.ex_val[q]
-    for k in range(u):
-        b.pos[b.ex_idx[k]] = -1
-    return box_search(p.v, p.lower, p.upper, b.ex_idx, work, u, delta_ell, lam,
-                      gamma_max, <Breakpoint*> (work + u), gain)

@@ -6,8 +6,8 @@
 # recomputed from them on each update (so no rounding drift accumulates).
 from ssvm_core._typedefs cimport float64_t, intp_t
 from ssvm_core._atoms cimport BlockAtoms, prefetch_atom_header, prefetch_atoms
-from ssvm_core._blocks cimport Blocks, prefetch_block, prefetch_mask
 from ssvm_core._oracle cimport MaxOracle
+from ssvm_core._storage cimport BlockStore
 
 
 cdef inline void tree_set(float64_t* tree, intp_t size, intp_t i,
@@ -56,21 +56,21 @@ cdef inline intp_t next_block(const Sampler* smp, intp_t t, intp_t n) noexcept n
     return tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
 
 
-cdef inline void _prefetch_data(MaxOracle oracle, const Blocks* b, const BlockAtoms* atoms,
+cdef inline void _prefetch_data(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
                                 intp_t i) noexcept nogil:
     """The first stage of ``prefetch_steps`` for block i: its oracle data, its
-    compact values and its atoms."""
+    block values (``BlockStore.prefetch``) and its atoms."""
     oracle.prefetch(i)
-    prefetch_block(b, i)
+    b.prefetch(i)
     if atoms != NULL:
         prefetch_atoms(&atoms[i])
 
 
-cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const BlockAtoms* atoms,
+cdef inline void prefetch_steps(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
                                 const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
     """Cache hints ahead of step t's oracle call, in two stages: the oracle's
-    data, the compact values and the atoms (``atoms``: the blocks' atoms, NULL
-    without active sets) of step t + 1's block, the compact mask and the atoms'
+    data, the block values and the atoms (``atoms``: the blocks' atoms, NULL
+    without active sets) of step t + 1's block, the block's mask and the atoms'
     struct of step t + 2's (step 0 also asks for its own block's).
 
     The blocks ahead are read with ``next_block`` now: exact for a known
@@ -84,6 +84,6 @@ cdef inline void prefetch_steps(MaxOracle oracle, const Blocks* b, const BlockAt
         _prefetch_data(oracle, b, atoms, next_block(smp, t + 1, n))
     if t + 2 < total:
         nxt = next_block(smp, t + 2, n)
-        prefetch_mask(b, nxt)
+        b.prefetch_mask(nxt)
         if atoms != NULL:
             prefetch_atom_header(&atoms[nxt])

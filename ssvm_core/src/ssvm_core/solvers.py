@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssvm_core import _active, _fw
-from ssvm_core._atoms import ActiveSets
 from ssvm_core.base import BaseSSVM
 from ssvm_core.convergence import BUDGET_STATUSES, budget_message
 from ssvm_core.exceptions import ConvergenceWarning, WorkersLostError
@@ -353,7 +352,7 @@ def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, 
             raise ValueError("away/pairwise steps and caching need the active sets, which "
                              "this state (from plain BCFW or batch FW) does not have; "
                              "start from a fresh state")
-        state.atoms = ActiveSets(state.n_blocks, cache_size, psi_float32, state.compact_blocks)
+        state.atoms = state.blocks.new_active_sets(cache_size, psi_float32)
     if state.lam != lam:
         state.rescale(lam)
     if averaging != state.averaging:

@@ -2,53 +2,33 @@
 
 from __future__ import annotations
 
-import json
 import os
-import warnings
-import zipfile
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from ssvm_core import _active
-from ssvm_core._atoms import ActiveSets
-from ssvm_core._oracle import MaxOracle, PythonOracle
-from ssvm_core._view import compact_inner, compact_total, coord_masks
-from ssvm_core.files import atomic_write
-from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
+from ssvm_core import _active, state_binding, state_checks, state_io
+from ssvm_core._oracle import MaxOracle
+from ssvm_core._storage import BlockStore, store_for_oracle, store_from_layout
+from ssvm_core.fingerprint import oracle_fingerprint
 from ssvm_core.objectives import dual_objective
 from ssvm_core.oracles import as_oracle
 from ssvm_core.pass_loop import PassCounters
-from ssvm_core.step_counts import StepCounts
+from ssvm_core.step_counts import StepCounters, StepCounts
 from ssvm_core.validation import check_box, check_lam
 
-_FORMAT_VERSION = 3
-_READABLE_VERSIONS = (2, 3)
-_ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_support",
-           "block_ell", "block_gap_estimates", "block_oracle_gaps", "avg_u")
-_SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
-            "last_exact_gap")
-_COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
-             "fw_steps", "away_steps", "pairwise_steps", "corrective_steps", "drop_steps",
-             "cache_hits_local",
-             "cache_hits_global")
 
-
-class SolverState(PassCounters):
+class SolverState(PassCounters, StepCounters):
     """Dual iterate of the n-slack SSVM dual, owned by the Python solver.
 
     The dual variables alpha enter only through w_i = A alpha_[i] and
-    ell_i = b^T alpha_[i] (Lacoste-Julien et al. (2013), Sec. 3); block ``i`` keeps its ``w_i`` in
-    ``block_values[block_ptr[i]:block_ptr[i+1]]``, dense or on the features in
-    ``block_support`` (empty when every block is dense), or, with compact
-    blocks (``compact_blocks``, offered by the oracle, see ``MaxOracle``), as
-    coordinates b_i with w_i = A_i b_i in the oracle's block basis.  A compact
-    state needs its oracle (``for_oracle`` or ``check_compatible``) for what
-    involves the features: ``block_vector``, ``block_inner`` and the check
-    v = sum_i w_i.  A compact state's ``block_values`` are read-only to Python:
-    the kernels keep them in step with ``block_mask``, the coordinates of each
-    block that may be nonzero, so that a step costs the block's nonzeros, not
-    its size (see ``_blocks.pxd``).
+    ell_i = b^T alpha_[i] (Lacoste-Julien et al. (2013), Sec. 3).  The w_i are kept by
+    ``blocks``, a block store (``ssvm_core._storage``): dense, on each block's
+    feature support, or as coordinates b_i with w_i = A_i b_i in the oracle's
+    block basis (``block_storage``).  A store of coordinates needs the oracle
+    (``for_oracle`` or ``check_compatible``) for what involves the features:
+    ``block_vector``, ``block_inner`` and the check v = sum_i w_i.  The state
+    itself keeps the dual point's bookkeeping.
 
     Parameters
     ----------
@@ -56,11 +36,9 @@ class SolverState(PassCounters):
         Regularisation strength lambda of the objective.
     n_blocks, n_features : int
         Number of training examples and of features.
-    supports : list of int arrays, tuple or None
-        Per-block feature supports (see ``MaxOracle.block_support``), or
-        their flat layout ``(block_ptr, block_support)``, or
-        ``(block_ptr, empty, True)`` for compact blocks of the sizes in
-        block_ptr; ``None`` stores every block densely.
+    supports : list of int arrays, tuple, BlockStore or None
+        The blocks' layout: a zero ``BlockStore``, or what
+        ``ssvm_core._storage.store_from_layout`` takes (None: dense blocks).
     averaging : bool
         Keep the weighted average of the iterates (Lacoste-Julien et al. (2013), Alg. 4).
     box : (lower, upper) or None
@@ -85,11 +63,9 @@ class SolverState(PassCounters):
         The box bounds (empty without a box).
     atoms : ActiveSets or None
         Per-block labellings, psi, losses and alpha (active sets and cache).
-    block_mask, block_mask_ptr : ndarray
-        Compact blocks: block i's bitmask (uint64 words
-        ``block_mask[block_mask_ptr[i]:block_mask_ptr[i+1]]``) of the coordinates
-        that may be nonzero, a superset of its nonzeros and of its atoms'
-        coordinates; derived, rebuilt on ``load``.  Empty for other storages.
+    blocks : BlockStore
+        The w_i (``block_values``, ``block_ptr``, ``block_support``,
+        ``block_mask`` and ``block_mask_ptr`` are its arrays).
     ell : float
         sum_i ell_i; the dual value is ``ell - lam/2 ||w||^2``.
     block_gap_estimates : ndarray (n_blocks,)
@@ -114,19 +90,11 @@ class SolverState(PassCounters):
     avg_u, ell_avg : ndarray, float
         Lazy weighted-average accumulators (see ``averaged_w``).
     passes, effective_passes, oracle_calls, elapsed :
-        Solver passes, oracle calls / n, oracle calls and seconds so far,
-        written by the pass loop through the ``PassCounters`` methods
-        (``ssvm_core.pass_loop``).
-    replaced_answers : int
-        Oracle answers that scored below the ground truth (an inexact oracle)
-        and were replaced by the ground-truth corner in a step.
-    fw_steps, away_steps, pairwise_steps, corrective_steps, drop_steps : int
-        Block steps by kind; ``drop_steps`` counts atoms whose alpha an away,
-        pairwise or corrective step set to zero (the step is also counted in
-        its kind).
-    cache_hits_local, cache_hits_global : int
-        Steps that used a cached corner instead of the oracle, by which
-        threshold of Osokin et al. (2016), Alg. 5 was the larger one.
+        Solver passes, oracle calls / n, oracle calls and seconds so far
+        (written through the ``ssvm_core.pass_loop.PassCounters`` methods).
+    replaced_answers, fw_steps, away_steps, pairwise_steps, corrective_steps : int
+        What the steps did, with ``drop_steps``, ``cache_hits_local`` and
+        ``cache_hits_global`` (see ``ssvm_core.step_counts.StepCounters``).
     rng_state : dict or None
         State of the NumPy bit generator, for exact resumption.
     """
@@ -138,13 +106,8 @@ class SolverState(PassCounters):
         self.lam = check_lam(lam)
         self.n_blocks = int(n_blocks)
         self.n_features = int(n_features)
-        self.compact_blocks = False
-        if isinstance(supports, tuple):          # (block_ptr, block_support[, compact])
-            self.block_ptr, self.block_support = supports[:2]
-            self.compact_blocks = bool(supports[2]) if len(supports) > 2 else False
-        else:
-            self.block_ptr, self.block_support = _layout(n_blocks, n_features, supports)
-        self.block_values = np.zeros(self.block_ptr[-1])
+        self.blocks = (supports if isinstance(supports, BlockStore)
+                       else store_from_layout(self.n_blocks, self.n_features, supports))
         self.block_ell = np.zeros(n_blocks)
         self.block_gap_estimates = np.full(n_blocks, np.nan)
         self.block_oracle_gaps = np.full(n_blocks, np.nan)
@@ -161,9 +124,7 @@ class SolverState(PassCounters):
         else:
             self.lower, self.upper = check_box(box, self.n_features)
             self.w = np.clip(self.v, self.lower, self.upper)
-        self.atoms = (ActiveSets(self.n_blocks, cache_size, psi_float32, self.compact_blocks)
-                      if active_sets else None)
-        self._index_blocks()
+        self.atoms = self.blocks.new_active_sets(cache_size, psi_float32) if active_sets else None
         self.ell = 0.0
         self.averaging = bool(averaging)
         self.avg_u = np.zeros(n_features if averaging else 0)
@@ -173,10 +134,7 @@ class SolverState(PassCounters):
         self.effective_passes = 0.0
         self.oracle_calls = 0
         self.elapsed = 0.0
-        self.replaced_answers = 0
-        self.fw_steps = self.away_steps = self.pairwise_steps = self.drop_steps = 0
-        self.corrective_steps = 0
-        self.cache_hits_local = self.cache_hits_global = 0
+        self.start_step_counters()
         self.rng_state: dict[str, Any] | None = None
 
     @classmethod
@@ -186,44 +144,20 @@ class SolverState(PassCounters):
         """Initial state alpha_i = delta(y_i) (v = 0, ell = 0) laid out for ``oracle``
         (a ``MaxOracle`` or any Python oracle, see ``as_oracle``)."""
         oracle = as_oracle(oracle)
-        state = cls(lam, oracle.n_blocks, oracle.n_features, _oracle_layout(oracle), averaging,
-                    box, active_sets, cache_size, psi_float32)
+        state = cls(lam, oracle.n_blocks, oracle.n_features, store_for_oracle(oracle),
+                    averaging, box, active_sets, cache_size, psi_float32)
         state._compatible_oracle = oracle
         return state
 
-    @property
-    def dense_blocks(self) -> bool:
-        return self.block_support.shape[0] == 0 and not self.compact_blocks
-
-    @property
-    def block_storage(self) -> str:
-        """How the blocks are kept: "dense", "sparse" or "compact"."""
-        if self.compact_blocks:
-            return "compact"
-        return "dense" if self.dense_blocks else "sparse"
-
-    def _basis(self) -> MaxOracle:
-        """The oracle whose block basis maps a compact state's coordinates."""
-        if self._compatible_oracle is None:
-            raise ValueError("this state keeps compact blocks: bind it to its oracle first "
-                             "(SolverState.check_compatible(oracle))")
-        return self._compatible_oracle
-
-    def _index_blocks(self) -> None:
-        """Build ``block_mask`` from the values and atoms (compact blocks) and seal."""
-        if self.compact_blocks:
-            self.block_mask, self.block_mask_ptr = coord_masks(self.block_values,
-                                                               self.block_ptr, self.atoms)
-        else:
-            self.block_mask = np.zeros(0, dtype=np.uint64)
-            self.block_mask_ptr = np.zeros(0, dtype=np.intp)
-        self._seal_blocks()
-
-    def _seal_blocks(self) -> None:
-        """A compact state's ``block_values`` are read-only to Python: a write there
-        would miss ``block_mask``."""
-        if self.compact_blocks:
-            self.block_values.flags.writeable = False
+    block_storage = property(lambda self: self.blocks.storage,
+                             doc='How the blocks are kept: "dense", "sparse" or "compact".')
+    dense_blocks = property(lambda self: self.blocks.storage == "dense")
+    compact_blocks = property(lambda self: self.blocks.storage == "compact")
+    block_values = property(lambda self: self.blocks.values, doc="The store's values.")
+    block_ptr = property(lambda self: self.blocks.ptr, doc="The store's block boundaries.")
+    block_support = property(lambda self: self.blocks.support, doc="The store's supports.")
+    block_mask = property(lambda self: self.blocks.mask, doc="The store's mask.")
+    block_mask_ptr = property(lambda self: self.blocks.mask_ptr, doc="The mask's blocks.")
 
     @property
     def has_box(self) -> bool:
@@ -235,14 +169,7 @@ class SolverState(PassCounters):
 
     def block_vector(self, i: int) -> np.ndarray:
         """w_i as a dense vector."""
-        start, stop = self.block_ptr[i], self.block_ptr[i + 1]
-        if self.compact_blocks:
-            return self._basis().coord_expand_py(i, self.block_values[start:stop])
-        if self.dense_blocks:
-            return self.block_values[start:stop].copy()
-        out = np.zeros(self.n_features)
-        out[self.block_support[start:stop]] = self.block_values[start:stop]
-        return out
+        return self.blocks.block_vector(i, self._compatible_oracle)
 
     def averaged_v(self) -> np.ndarray:
         """Weighted average of the dual iterates' v = A alpha, sum_k k v^(k) / sum_k k.
@@ -281,8 +208,7 @@ class SolverState(PassCounters):
         self.v *= factor
         if self.has_box:
             self.w[:] = np.clip(self.v, self.lower, self.upper)
-        self.block_values = self.block_values * factor     # the same zeros: the mask holds
-        self._seal_blocks()
+        self.blocks.scale(factor)
         self.restart(lam)
 
     def shrink_duals(self, lam: float) -> float:
@@ -342,15 +268,7 @@ class SolverState(PassCounters):
 
     def block_inner(self, w: np.ndarray) -> np.ndarray:
         """<v_i, w> of every block, shape (n_blocks,), in O(size of the blocks)."""
-        n = self.n_blocks
-        if self.compact_blocks:
-            return compact_inner(self._basis(), self.block_values, self.block_ptr,
-                                 np.ascontiguousarray(w, dtype=np.float64))
-        if self.dense_blocks:
-            return self.block_values.reshape(n, self.n_features) @ w
-        owner = np.repeat(np.arange(n), np.diff(self.block_ptr))
-        return np.bincount(owner, weights=self.block_values * w[self.block_support],
-                           minlength=n)
+        return self.blocks.block_inner(w, self._compatible_oracle)
 
     def record_gap_pass(self, scores: np.ndarray, refresh: bool) -> tuple[float, float]:
         """Record an exact gap pass at the current iterate from its block scores.
@@ -415,14 +333,7 @@ class SolverState(PassCounters):
         if counts.ell_avg is not None:
             self.ell_avg = counts.ell_avg
         self.n_steps += counts.steps
-        self.replaced_answers += counts.replaced
-        self.fw_steps += counts.fw
-        self.away_steps += counts.away
-        self.pairwise_steps += counts.pairwise
-        self.corrective_steps += counts.corrective
-        self.drop_steps += counts.drop
-        self.cache_hits_local += counts.hits_local
-        self.cache_hits_global += counts.hits_global
+        self.count_steps(counts)
 
     def invalidate_gaps(self) -> None:
         """The iterate moved: the certified gaps no longer describe it."""
@@ -450,30 +361,7 @@ class SolverState(PassCounters):
         and ell_i = sum_y alpha_i(y) L_i(y) / n hold to ``atol`` (relative to
         the size of the terms).
         """
-        if self.atoms is None:
-            raise AssertionError("the state keeps no active sets")
-        n, d = self.n_blocks, self.n_features
-        for i in range(n):
-            alpha = self.atoms.alphas(i)
-            start, stop = self.block_ptr[i], self.block_ptr[i + 1]
-            if self.compact_blocks:       # atoms and blocks both in block coordinates
-                psi = self.atoms.psi_matrix(i, stop - start)
-                v_block = self.block_values[start:stop]
-            else:
-                psi = self.atoms.psi_matrix(i, d)
-                v_block = self.block_vector(i)
-            loss = self.atoms.losses(i)
-            if alpha.min() < 0 or abs(alpha.sum() - 1.0) > atol * alpha.size:
-                raise AssertionError(f"block {i}: alpha {alpha} is not on the simplex")
-            if np.any(psi[0] != 0.0) or loss[0] != 0.0:
-                raise AssertionError(f"block {i}: atom 0 is not the ground truth")
-            scale = max(1.0, float(np.abs(psi).max()) / (self.lam * n))
-            v_i = alpha @ psi / (self.lam * n)
-            if np.abs(v_i - v_block).max(initial=0.0) > atol * scale:
-                raise AssertionError(f"block {i}: v_i differs from sum alpha psi / (lam n) "
-                                     f"by {np.abs(v_i - v_block).max():.3g}")
-            if abs(alpha @ loss / n - self.block_ell[i]) > atol * max(1.0, loss.max() / n):
-                raise AssertionError(f"block {i}: ell_i differs from sum alpha L / n")
+        state_checks.check_atoms(self, atol)
 
     def check(self, atol: float = 1e-9) -> None:
         """Check that the state is one consistent dual point; ``ValueError`` if not.
@@ -482,56 +370,11 @@ class SolverState(PassCounters):
         w = clip(v) (or w = v without a box), ell = sum_i ell_i, and with
         active sets their invariants (``check_atoms``): alpha on the simplex
         and A alpha = v.  Tolerances are relative to the size of the terms.
-        ``load`` calls it on every file it reads.  A compact state checks
-        v = sum_i v_i only when bound to its oracle (``check_compatible``
-        does it then).
+        ``load`` calls it on every file it reads.  A state whose blocks need
+        the oracle's basis checks v = sum_i v_i only when bound to its oracle
+        (``check_compatible`` does it then).
         """
-        problems = _array_problems(self)
-        if problems:
-            raise ValueError("; ".join(problems))
-        if not self.compact_blocks or self._compatible_oracle is not None:
-            self._check_block_sum(atol)
-        if self.compact_blocks and not self._mask_covers_values():
-            raise ValueError("block_mask misses nonzero block coordinates")
-        if not np.array_equal(self.w, self.project(self.v)):
-            raise ValueError("w is not the projection of v onto the box")
-        if abs(self.ell - float(np.sum(self.block_ell))) > atol * max(
-                1.0, float(np.abs(self.block_ell).sum())):
-            raise ValueError(f"ell = {self.ell} differs from the sum of the block ells "
-                             f"{float(np.sum(self.block_ell))}")
-        if self.atoms is not None:
-            if self.atoms.n_blocks != self.n_blocks or self.atoms.compact != self.compact_blocks:
-                raise ValueError(f"the active sets have {self.atoms.n_blocks} blocks "
-                                 f"(compact: {self.atoms.compact}), the state "
-                                 f"{self.n_blocks} (compact: {self.compact_blocks})")
-            try:
-                self.check_atoms(max(atol, 1e-8))
-            except AssertionError as err:
-                raise ValueError(f"active sets: {err}") from None
-
-    def _mask_covers_values(self) -> bool:
-        """Every nonzero coordinate of a compact block has its bit in ``block_mask``."""
-        sizes = np.diff(self.block_ptr)
-        owner = np.repeat(np.arange(self.n_blocks), sizes)
-        k = np.arange(self.block_values.shape[0]) - np.repeat(self.block_ptr[:-1], sizes)
-        nz = self.block_values != 0.0
-        words = self.block_mask[self.block_mask_ptr[owner[nz]] + (k[nz] >> 6)]
-        return bool(np.all((words >> (k[nz] & 63).astype(np.uint64)) & np.uint64(1)))
-
-    def _check_block_sum(self, atol: float) -> None:
-        """v = sum_i v_i to ``atol`` relative to the size of the terms."""
-        n, d = self.n_blocks, self.n_features
-        if self.compact_blocks:
-            total = compact_total(self._basis(), self.block_values, self.block_ptr)
-        elif self.dense_blocks:
-            total = self.block_values.reshape(n, d).sum(axis=0)
-        else:
-            total = np.zeros(d)
-            np.add.at(total, self.block_support, self.block_values)
-        scale = max(1.0, float(np.abs(self.block_values).max(initial=0.0)))
-        if np.abs(total - self.v).max(initial=0.0) > atol * scale * max(n, 1):
-            raise ValueError(f"v differs from the sum of the block vectors by "
-                             f"{np.abs(total - self.v).max():.3g}")
+        state_checks.check_state(self, atol)
 
     @property
     def fingerprint(self) -> dict | None:
@@ -549,38 +392,7 @@ class SolverState(PassCounters):
         last oracle accepted is remembered (not saved or pickled), so
         repeated warm starts on it (a path, a grid) skip the check.
         """
-        oracle = as_oracle(oracle)
-        if _same_oracle(oracle, self._compatible_oracle):
-            return
-        if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
-            raise ValueError(
-                f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
-                f"{oracle.n_blocks} x {oracle.n_features}: warm start needs the same data")
-        ptr, support, compact = _oracle_layout(oracle)
-        if compact != self.compact_blocks:
-            raise ValueError(f"the state keeps {self.block_storage} blocks, the oracle "
-                             f"{'offers' if compact else 'does not offer'} compact ones")
-        saved = self.fingerprint
-        current = oracle_fingerprint(oracle)
-        why = None if saved is None else describe_difference(saved, current)
-        if why is not None:           # says what differs (model, data): before the layout
-            raise ValueError(f"this state cannot continue on this oracle: {why}")
-        if not (np.array_equal(ptr, self.block_ptr)
-                and np.array_equal(support, self.block_support)):
-            raise ValueError("state's block supports differ from the oracle's")
-        if saved is not None:
-            if saved.get("data") is None or current.get("data") is None:
-                warnings.warn(f"{current['type']} cannot be fingerprinted (it does not "
-                              "pickle): the state is continued on it after checking only "
-                              "its type and shapes", RuntimeWarning, stacklevel=3)
-        self._compatible_oracle = oracle
-        self._fingerprint = current
-        if self.compact_blocks:
-            try:
-                self._check_block_sum(1e-9)
-            except ValueError:
-                self._compatible_oracle = None
-                raise
+        state_binding.check_compatible(self, oracle)
 
     def rebind(self, oracle: MaxOracle) -> None:
         """Continue this state on another max oracle over the same training set.
@@ -597,43 +409,17 @@ class SolverState(PassCounters):
         ValueError
             If the oracle's blocks, features or block layout differ.
         """
-        oracle = as_oracle(oracle)
-        if (oracle.n_blocks, oracle.n_features) != (self.n_blocks, self.n_features):
-            raise ValueError(
-                f"state has {self.n_blocks} blocks x {self.n_features} features, the oracle "
-                f"{oracle.n_blocks} x {oracle.n_features}: rebinding needs the same data")
-        ptr, support, compact = _oracle_layout(oracle)
-        if compact != self.compact_blocks or not (
-                np.array_equal(ptr, self.block_ptr)
-                and np.array_equal(support, self.block_support)):
-            raise ValueError("the oracle's block layout differs from the state's: rebinding "
-                             "needs the same data")
-        self._compatible_oracle = oracle
-        self._fingerprint = None
-        self.restart(self.lam)
+        state_binding.rebind(self, oracle)
 
     def __getstate__(self) -> dict:
-        state = {k: v for k, v in self.__dict__.items() if k != "_compatible_oracle"}
-        state["_fingerprint"] = self.fingerprint
-        return state
+        return state_io.pickled(self)
 
     def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state, _compatible_oracle=None)
-        if "block_mask" in state:
-            self._seal_blocks()
-        else:                                   # pickled before block masks existed
-            self._index_blocks()
+        state_io.unpickle(self, state)
 
     def copy(self) -> SolverState:
-        new = SolverState.__new__(SolverState)
-        new.__dict__ = {k: (v.copy() if isinstance(v, (np.ndarray, ActiveSets)) else v)
-                        for k, v in self.__dict__.items()}
-        if not self.has_box:
-            new.w = new.v
-        new.rng_state = json.loads(json.dumps(self.rng_state))
-        new._fingerprint = json.loads(json.dumps(self.fingerprint))
-        new._seal_blocks()
-        return new
+        """An independent copy, bound to the same oracle."""
+        return state_io.copy_state(self)
 
     def save(self, path: str | os.PathLike | BinaryIO) -> None:
         """Write the state as an ``.npz`` archive (no pickle) to a path or open file.
@@ -641,23 +427,9 @@ class SolverState(PassCounters):
         A path is written atomically: a temporary file in the same folder,
         fsynced, then renamed over ``path``, so ``path`` always holds either
         the previous file or the complete new one (see ``ssvm_core.files``).
-        Without a box w equals v and is stored once.
+        Without a box w equals v and is stored once (see ``ssvm_core.state_io``).
         """
-        meta = {name: getattr(self, name) for name in _SCALARS + _COUNTERS}
-        meta["rng_state"] = self.rng_state
-        meta["format_version"] = _FORMAT_VERSION
-        meta["fingerprint"] = self.fingerprint
-        meta["compact_blocks"] = self.compact_blocks
-        arrays = {name: getattr(self, name) for name in _ARRAYS}
-        if not self.has_box:              # w is v: stored once
-            arrays["w"] = np.zeros(0)
-        if self.atoms is not None:
-            arrays.update(self.atoms.to_arrays())
-        if hasattr(path, "write"):
-            np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
-            return
-        with atomic_write(path) as f:         # exactly ``path``: no ".npz" appended
-            np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
+        state_io.save_state(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SolverState:
@@ -668,197 +440,8 @@ class SolverState(PassCounters):
         FileNotFoundError
             No file at ``path``.
         ValueError
-            The file is not a complete, consistent ssvm solver state (the
-            message names the file and the problem).  The certified gaps of
-            a file are never trusted: the next solve makes a gap pass.
+            The file is not a complete, consistent ssvm solver state (the message
+            names the file and the problem).  The certified gaps of a file are
+            never trusted: the next solve makes a gap pass.
         """
-        try:
-            return cls._read(path)
-        except FileNotFoundError:
-            raise
-        except (ValueError, KeyError, TypeError, EOFError, OSError, zipfile.BadZipFile,
-                json.JSONDecodeError) as err:
-            raise ValueError(f"{os.fspath(path)}: not a valid ssvm solver state: "
-                             f"{err}") from None
-
-    @classmethod
-    def _read(cls, path) -> SolverState:
-        with np.load(path, allow_pickle=False) as data:
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise ValueError("not an .npz archive")
-            missing = [k for k in ("meta",) + _ARRAYS if k not in data.files]
-            if missing:
-                raise ValueError(f"missing arrays {missing}")
-            meta = json.loads(str(data["meta"]))
-            arrays = {name: data[name] for name in _ARRAYS}
-            atoms = ({k: data[k] for k in data.files if k.startswith("atom_")}
-                     if "atom_ptr" in data.files else None)
-        if not isinstance(meta, dict):
-            raise ValueError("its metadata is not a mapping")
-        if meta.get("format_version") not in _READABLE_VERSIONS:
-            raise ValueError(f"unsupported state format {meta.get('format_version')}")
-        missing = [k for k in _SCALARS + _COUNTERS + ("rng_state",) if k not in meta]
-        if missing:
-            raise ValueError(f"metadata misses {missing}")
-        state = cls.__new__(cls)
-        state._compatible_oracle = None
-        state.compact_blocks = meta.get("compact_blocks", False)
-        if not isinstance(state.compact_blocks, bool):
-            raise ValueError(f"compact_blocks = {state.compact_blocks!r} is not a bool")
-        state._fingerprint = meta.get("fingerprint")
-        for name in _SCALARS + _COUNTERS:
-            setattr(state, name, meta[name])
-        for name in ("lam", "ell", "ell_avg", "last_exact_gap", "effective_passes",
-                     "elapsed"):
-            setattr(state, name, float(getattr(state, name)))
-        for name in ("n_blocks", "n_features", "n_steps") + _COUNTERS:
-            if name not in ("effective_passes", "elapsed"):
-                value = getattr(state, name)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise ValueError(f"{name} = {value!r} is not a count")
-        check_lam(state.lam)
-        if state.n_blocks < 1 or state.n_features < 1:
-            raise ValueError("a state needs n_blocks >= 1 and n_features >= 1")
-        state.averaging = bool(state.averaging)
-        state.rng_state = meta["rng_state"]
-        for name, arr in arrays.items():
-            setattr(state, name, arr)
-        _check_array_types(state)
-        if state.lower.shape == (0,) and state.w.shape == (0,):
-            state.w = state.v                  # saved without a box: w is v
-        state.block_ptr = state.block_ptr.astype(np.intp)
-        state.block_support = state.block_support.astype(np.int32)
-        for name in _ARRAYS:
-            setattr(state, name, np.ascontiguousarray(getattr(state, name)))
-        state.certified_gaps = np.full(state.n_blocks, np.nan)   # never trusted from a file
-        state.certified_gap = float("nan")
-        state.exact_gaps = False
-        problems = _array_problems(state)
-        if problems:
-            raise ValueError("; ".join(problems))
-        if atoms is None:
-            state.atoms = None
-        else:
-            idx = atoms.get("atom_psi_idx")
-            bound = (int(np.diff(state.block_ptr).max()) if state.compact_blocks
-                     else state.n_features)
-            if idx is not None and idx.size and (idx.min() < 0 or idx.max() >= bound):
-                raise ValueError(f"active-set psi indices outside [0, {bound})")
-            state.atoms = ActiveSets.from_arrays(atoms)
-        state._index_blocks()
-        state.check()
-        if not state.has_box:
-            state.w = state.v                  # one array, as in a state built in memory
-        return state
-
-
-def _same_oracle(a, b) -> bool:
-    """The same oracle object, or two Python-oracle adapters of the same object."""
-    if a is b:
-        return True
-    return (isinstance(a, PythonOracle) and isinstance(b, PythonOracle) and a.obj is b.obj)
-
-
-def _check_array_types(state: SolverState) -> None:
-    """Dtypes and dimensions of the arrays read from a file (before any use in C)."""
-    for name in _ARRAYS:
-        arr = getattr(state, name)
-        if not isinstance(arr, np.ndarray) or arr.ndim != 1:
-            raise ValueError(f"array {name} is not one-dimensional")
-        integer = name in ("block_ptr", "block_support")
-        if integer and not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"array {name} has dtype {arr.dtype}, expected integers")
-        if not integer and arr.dtype != np.float64:
-            raise ValueError(f"array {name} has dtype {arr.dtype}, expected float64")
-
-
-def _array_problems(state: SolverState) -> list[str]:
-    """Shape, layout and finiteness problems of a state's arrays (empty if none)."""
-    n, d = state.n_blocks, state.n_features
-    ptr, support = state.block_ptr, state.block_support
-    problems = []
-    expect = {"w": (d,), "v": (d,), "block_ell": (n,), "block_gap_estimates": (n,),
-              "block_oracle_gaps": (n,), "block_ptr": (n + 1,),
-              "avg_u": (d,) if state.averaging else (0,)}
-    for name, shape in expect.items():
-        if getattr(state, name).shape != shape:
-            problems.append(f"{name} has shape {getattr(state, name).shape}, expected {shape}")
-    if state.lower.shape != state.upper.shape or state.lower.shape not in ((0,), (d,)):
-        problems.append(f"box bounds have shapes {state.lower.shape} and "
-                        f"{state.upper.shape}, expected (0,) or ({d},)")
-    if problems:
-        return problems
-    if ptr[0] != 0 or np.any(np.diff(ptr) < 0):
-        return ["block_ptr does not start at 0 and increase"]
-    if state.block_values.shape != (int(ptr[-1]),):
-        return [f"block_values has {state.block_values.shape[0]} entries, block_ptr "
-                f"says {int(ptr[-1])}"]
-    if state.compact_blocks:
-        if support.shape[0]:
-            problems.append("compact blocks have no block_support")
-    elif support.shape[0] == 0:
-        if not np.array_equal(ptr, np.arange(n + 1) * d):
-            problems.append("dense blocks must have n_features entries each")
-    elif support.shape != (int(ptr[-1]),):
-        problems.append(f"block_support has {support.shape[0]} entries, block_ptr "
-                        f"says {int(ptr[-1])}")
-    elif support.min() < 0 or support.max() >= d:
-        problems.append(f"block_support has feature indices outside [0, {d})")
-    for name in ("w", "v", "block_values", "block_ell", "avg_u"):
-        if not np.all(np.isfinite(getattr(state, name))):
-            problems.append(f"{name} has non-finite entries")
-    if np.isnan(state.lower).any() or np.isnan(state.upper).any() or np.any(
-            state.lower > state.upper):
-        problems.append("the box bounds are NaN or empty")
-    for name in ("ell", "ell_avg"):
-        if not np.isfinite(getattr(state, name)):
-            problems.append(f"{name} is not finite")
-    return problems
-
-
-def _oracle_layout(oracle: MaxOracle) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(block_ptr, block_support, compact)`` of ``oracle``'s blocks, checked (see
-    ``_layout``): compact blocks when the oracle offers them.
-
-    The checks run once over the concatenated supports, not block by block,
-    which matters for data sets with many sparse blocks (CoNLL).
-    """
-    n, d = oracle.n_blocks, oracle.n_features
-    if oracle.max_coords > 0:
-        ptr = np.zeros(n + 1, dtype=np.intp)
-        np.cumsum(oracle.coord_sizes(), out=ptr[1:])
-        return ptr, np.zeros(0, dtype=np.int32), True
-    supports = [oracle.block_support(i) for i in range(n)]
-    if all(sup is None for sup in supports):
-        return (*_layout(n, d, None), False)
-    arrays = [np.arange(d) if sup is None else np.asarray(sup) for sup in supports]
-    bad = [i for i, a in enumerate(arrays)
-           if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer))]
-    if bad:
-        raise ValueError(f"block_support({bad[0]}) must be a 1-D integer array")
-    ptr, flat = _layout(n, d, arrays)
-    if flat.size and (flat.min() < 0 or flat.max() >= d):
-        i = int(np.searchsorted(ptr, np.flatnonzero((flat < 0) | (flat >= d))[0], "right")) - 1
-        raise ValueError(f"block_support({i}) must be 1-D indices in [0, {d})")
-    step = np.diff(flat)
-    inner = np.ones(step.size, dtype=bool)
-    inner[ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < flat.size)] - 1] = False
-    if np.any(step[inner] <= 0):
-        k = int(np.flatnonzero(inner & (step <= 0))[0])
-        i = int(np.searchsorted(ptr, k, "right")) - 1
-        raise ValueError(f"block_support({i}) must be strictly increasing")
-    return ptr, flat, False
-
-
-def _layout(n_blocks: int, n_features: int,
-            supports: list[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
-    """``(block_ptr, block_support)`` of the flat block storage (no values allocated)."""
-    if supports is None:
-        return (np.arange(n_blocks + 1, dtype=np.intp) * n_features,
-                np.zeros(0, dtype=np.int32))
-    sizes = np.fromiter((len(sup) for sup in supports), dtype=np.intp, count=len(supports))
-    ptr = np.zeros(len(supports) + 1, dtype=np.intp)
-    np.cumsum(sizes, out=ptr[1:])
-    support = (np.concatenate(supports).astype(np.int32, copy=False) if ptr[-1]
-               else np.zeros(0, np.int32))
-    return ptr, support
+        return state_io.load_state(cls, path)

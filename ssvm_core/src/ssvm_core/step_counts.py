@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StepCounts"]
+__all__ = ["StepCounters", "StepCounts"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +46,39 @@ class StepCounts:
     drop: int = 0
     hits_local: int = 0
     hits_global: int = 0
+
+
+class StepCounters:
+    """The step counters of a Frank-Wolfe state, and their only writer (``count_steps``).
+
+    Attributes
+    ----------
+    replaced_answers : int
+        Oracle answers that scored below the ground truth (an inexact oracle)
+        and were replaced by the ground-truth corner in a step.
+    fw_steps, away_steps, pairwise_steps, corrective_steps, drop_steps : int
+        Block steps by kind; ``drop_steps`` counts atoms whose alpha an away,
+        pairwise or corrective step set to zero (the step is also counted in
+        its kind).
+    cache_hits_local, cache_hits_global : int
+        Steps that used a cached corner instead of the oracle, by which
+        threshold of Osokin et al. (2016), Alg. 5 was the larger one.
+    """
+
+    def start_step_counters(self) -> None:
+        """Set every counter to zero."""
+        self.replaced_answers = 0
+        self.fw_steps = self.away_steps = self.pairwise_steps = self.drop_steps = 0
+        self.corrective_steps = 0
+        self.cache_hits_local = self.cache_hits_global = 0
+
+    def count_steps(self, counts: StepCounts) -> None:
+        """Add what a step kernel did (its ``StepCounts``) to the counters."""
+        self.replaced_answers += counts.replaced
+        self.fw_steps += counts.fw
+        self.away_steps += counts.away
+        self.pairwise_steps += counts.pairwise
+        self.corrective_steps += counts.corrective
+        self.drop_steps += counts.drop
+        self.cache_hits_local += counts.hits_local
+        self.cache_hits_global += counts.hits_global

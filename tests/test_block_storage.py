@@ -1,0 +1,107 @@
+"""The block stores (``ssvm_core._storage``): one type per storage, its Python side."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from ssvm_core import SolverState, solve
+from ssvm_core._storage import (
+    CompactStore,
+    DenseStore,
+    SparseStore,
+    oracle_layout,
+    store_from_arrays,
+)
+from ssvm_oracles import ChainModel
+
+STORES = {"dense": DenseStore, "sparse": SparseStore, "compact": CompactStore}
+
+
+def _tokens(seed=1, n=10, n_features=30):
+    """Sequences of a few active token attributes each (CoNLL-like: sparse blocks)."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, 7))
+        x = np.zeros((T, n_features))
+        for t in range(T):
+            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
+        X.append(x)
+        Y.append(rng.integers(0, 4, size=T))
+    return X, Y
+
+
+def _trained(blocks, **kw):
+    oracle = ChainModel(4, blocks=blocks).bind(*_tokens())
+    return oracle, solve(oracle, 0.1, max_passes=3, random_state=0, **kw).state
+
+
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
+def test_each_storage_is_its_own_type_with_consistent_views(blocks):
+    oracle, state = _trained(blocks)
+    store = state.blocks
+    assert type(store) is STORES[blocks] and store.storage == state.block_storage == blocks
+    vectors = np.array([state.block_vector(i) for i in range(state.n_blocks)])
+    np.testing.assert_allclose(vectors.sum(axis=0), state.v, atol=1e-12)
+    np.testing.assert_allclose(store.total(oracle), state.v, atol=1e-12)
+    w = np.random.default_rng(0).normal(size=state.n_features)
+    np.testing.assert_allclose(state.block_inner(w), vectors @ w, rtol=1e-12, atol=1e-12)
+    assert store.problems() == []
+    assert store.layout_difference(oracle_layout(oracle)) is None
+
+
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
+def test_stores_pickle_copy_and_round_trip_through_their_arrays(blocks):
+    oracle, state = _trained(blocks, step="pairwise")
+    store = state.blocks
+    for other in (pickle.loads(pickle.dumps(store)), store.copy()):
+        assert type(other) is type(store)
+        for name in ("values", "ptr", "support", "mask", "mask_ptr"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(store, name))
+    copy = store.copy()
+    copy.scale(2.0)                                # the copy owns its values
+    np.testing.assert_array_equal(copy.values, 2.0 * store.values)
+    arrays = store.to_arrays()
+    again = store_from_arrays(store.n_blocks, store.n_features, arrays["block_values"],
+                              arrays["block_ptr"], arrays["block_support"],
+                              blocks == "compact")
+    assert type(again) is type(store)
+    again.index(state.atoms)                       # a compact mask: values and atoms
+    assert again.problems() == [] and not np.any(again.mask & ~store.mask)
+    np.testing.assert_array_equal(again.values, store.values)
+    assert state.copy().blocks is not store
+
+
+def test_store_arrays_are_checked_before_use():
+    n, d = 3, 4
+    ptr = np.arange(n + 1) * d
+    values = np.zeros(n * d)
+    with pytest.raises(ValueError, match="block_ptr has shape"):
+        store_from_arrays(n, d, values, ptr[:-1], np.zeros(0, np.int32), False)
+    with pytest.raises(ValueError, match="start at 0 and increase"):
+        store_from_arrays(n, d, values, ptr[::-1].copy(), np.zeros(0, np.int32), False)
+    with pytest.raises(ValueError, match="block_values has 11 entries"):
+        store_from_arrays(n, d, values[:-1], ptr, np.zeros(0, np.int32), True)
+    with pytest.raises(ValueError, match="no block_support"):
+        store_from_arrays(n, d, values, ptr, np.arange(n * d, dtype=np.int32) % d, True)
+    dense = store_from_arrays(n, d + 1, values, ptr, np.zeros(0, np.int32), False)
+    assert dense.problems() == ["dense blocks must have n_features entries each"]
+    sparse = store_from_arrays(n, d, values, ptr, np.full(n * d, d, np.int32), False)
+    assert sparse.problems() == [f"block_support has feature indices outside [0, {d})"]
+
+
+def test_a_store_says_how_an_oracle_layout_differs():
+    X, Y = _tokens()
+    dense = SolverState.for_oracle(ChainModel(4, blocks="dense").bind(X, Y), 0.1)
+    compact = SolverState.for_oracle(ChainModel(4, blocks="compact").bind(X, Y), 0.1)
+    sparse_oracle = ChainModel(4, blocks="sparse").bind(X, Y)
+    assert "does not offer compact" in compact.blocks.layout_difference(
+        oracle_layout(sparse_oracle))
+    assert "offers compact" in dense.blocks.layout_difference(
+        oracle_layout(compact._compatible_oracle))
+    assert "supports differ" in dense.blocks.layout_difference(oracle_layout(sparse_oracle))
+    assert dense.blocks.layout_difference(oracle_layout(sparse_oracle),
+                                          storage_only=True) is None
