@@ -1,0 +1,681 @@
+"""Shard rounds: BCFW on K disjoint shards of blocks, combined by an exact master line search.
+
+The dual of the n-slack structured SVM (Lacoste-Julien et al. 2013) is
+
+    D(alpha) = -lam/2 ||A alpha||^2 + b^T alpha,
+
+kept through v = A alpha = sum_i v_i and ell = b^T alpha = sum_i ell_i.  With
+box constraints on w (Osokin et al. 2016, App. H) the quadratic becomes
+lam h(v), h(v) = max_{w in box} <w, v> - ||w||^2 / 2 = <c, v> - ||c||^2 / 2
+with c = clip(v): convex, with gradient clip(v); without a box h(v) = ||v||^2 / 2.
+So D(alpha) = ell - lam h(v) in both cases.
+
+**The local subproblem.**  Shard k owns the blocks B_k (disjoint, covering all
+n).  A round starts from the common point (v, ell).  Shard k changes only its
+own blocks, by Delta alpha_k with u_k = A Delta alpha_k and Delta ell_k =
+b^T Delta alpha_k, and maximises
+
+    G_k(Delta alpha_k) = Delta ell_k - (lam / sigma') [h(v + sigma' u_k) - h(v)],
+
+which for h = ||.||^2 / 2 is CoCoA+'s local subproblem (Ma et al. 2015):
+Delta ell_k - lam <v, u_k> - lam sigma' ||u_k||^2 / 2.  Its gradient at
+Delta alpha_k = 0 is the gradient of D, so the local block gaps at the start of
+a round are the global ones.  By convexity of h, for sigma' = K,
+h(v + sum_k u_k) <= (1/K) sum_k h(v + K u_k), hence
+D(alpha + sum_k Delta alpha_k) - D(alpha) >= sum_k G_k: the local gains are a
+safe lower bound, with or without a box (CoCoA+'s "adding" with sigma' = K).
+Smaller sigma' take larger local steps and rely on the master's line search.
+
+**Local steps with the BCFW kernel.**  G_k is the dual of the same problem
+seen by shard k through a rescaled state: store z_i = sigma' v_i and, in
+kernel units, ell'_i = (n / n_k) ell_i, and give the kernel the shard's bound
+oracle (n_k blocks) with lambda_k = lam n / (sigma' n_k) and the starting point
+v_kernel = v.  The kernel's corner of block i is then
+psi / (lambda_k n_k) = sigma' v_s, its point is v + sigma' u_k, its objective is
+(n / n_k) G_k + const and its exact block line search (with the box, the exact
+piecewise-quadratic one) is the exact block line search of G_k.  H such
+steps (``_fw.bcfw_pass``) make a shard's round; changing sigma' is
+``SolverState.rescale`` (z_i scales by the ratio).
+
+**The master.**  It sums the shards' sparse changes u = sum_k u_k,
+Delta ell = sum_k Delta ell_k, and takes the exact line search of D along
+them, t = argmax_{[0, 1]} D(alpha + t sum_k Delta alpha_k) (closed form
+without a box; the exact breakpoint search of ``_linesearch`` with one) --
+the line search on the summed local updates of Lee and Roth (2015).  Every
+shard then sets its blocks to alpha_k + t Delta alpha_k and every copy of v
+moves by t u (the summed sparse change, never the dense w).  Since t = 0 is
+allowed, the dual never decreases.
+
+**Adaptive sigma' and round length.**  With nearly orthogonal shard updates
+(BCFW steps are curvature-limited) sigma' = K is K times too cautious.  The
+master measures the alignment a = ||sum_k u_k||^2 / sum_k ||u_k||^2 of each
+round (1 for orthogonal updates, K for equal ones): the curvature of the
+summed step is lam a sum_k ||u_k||^2, which the local models take as
+lam sigma' sum_k ||u_k||^2, so sigma' follows a, kept in [1, K] (geometric
+mean of the old value and the new measurement).  The round length H (local
+steps per shard) doubles while the measured round overhead (wall time of a
+round outside the oracle-and-step kernels: Python bookkeeping, the master,
+communication) exceeds 5% of the round and halves below 1.25%.
+
+**State and recovery.**  The solver's ``SolverState`` is the checkpoint: the
+shards write their block states into it at the end of every pass (so
+v = sum_i v_i holds for the state a pass returns), and the master keeps
+v, ell and the weighted average current after every round.  A shard that is
+lost (its Dask worker died, or ``ShardRounds.restore`` in a simulation) is
+rebuilt from the checkpoint and v, ell are corrected by exactly that shard's
+progress since it (kept by the master as the sparse changes it applied), so
+v = A alpha holds exactly afterwards and the dual loses only that shard's
+recent progress; the weighted average restarts there.
+
+Each round averaging weighs the round's iterate by its index (the iterate
+index k of ``SolverState`` counts rounds here).  Boxes are supported exactly.
+Refused: active sets (steps other than "fw", caching, ``n_samples > 1``),
+``line_search=False``, gap sampling, batch FW and mini-batches, and compact
+block storage.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ssvm_core import _fw
+from ssvm_core._batch import max_scores as _block_scores
+from ssvm_core._batch import solve_blocks as _solve_blocks
+from ssvm_core._linesearch import box_line_search
+from ssvm_core._oracle import MaxOracle
+from ssvm_core.executors import Executor, _lost_errors
+from ssvm_core.state import SolverState
+from ssvm_core.step_counts import StepCounts
+
+__all__ = ["ShardChange", "ShardExecutor", "ShardRounds", "Shard"]
+
+OVERHEAD_HIGH = 0.05      # H doubles while the round overhead is above this share
+OVERHEAD_LOW = 0.0125     # ... and halves below this one
+
+
+@dataclass
+class ShardChange:
+    """What one shard's round changed, in the global units.
+
+    Attributes
+    ----------
+    idx : ndarray of int32
+        Features where u_k = A Delta alpha_k is nonzero (sorted).
+    vals : ndarray
+        u_k on them.
+    dell : float
+        Delta ell_k.
+    steps : int
+        Block steps (oracle calls) made.
+    replaced : int
+        Answers replaced by the ground truth (an inexact oracle).
+    exact : bool
+        Whether the shard's oracle is still exact.
+    seconds : float
+        Time inside the step kernel.
+    """
+
+    idx: np.ndarray
+    vals: np.ndarray
+    dell: float
+    steps: int
+    replaced: int
+    exact: bool
+    seconds: float
+
+
+class Shard:
+    """One shard: its blocks' oracle, their states and a copy of v.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle of all n blocks; a shard keeps ``oracle.take_blocks(blocks)``
+        when the oracle has it, else the whole oracle (and a state of all its blocks,
+        of which it uses its own).
+    blocks : ndarray of int
+        The global indices of the shard's blocks (sorted).
+    lam : float
+        Regularisation of the global problem.
+    box : (lower, upper) or None
+        The box of the global problem.
+    values : list of ndarray
+        Each block's stored values (``block_snapshot``), true units.
+    ells : ndarray
+        Each block's ell_i, true units.
+    v : ndarray
+        The global v.
+    """
+
+    def __init__(self, oracle: MaxOracle, blocks: np.ndarray, lam: float, box,
+                 values: list[np.ndarray], ells: np.ndarray, v: np.ndarray):
+        n = oracle.n_blocks
+        self.blocks = np.asarray(blocks, dtype=np.intp)
+        take = getattr(oracle, "take_blocks", None)
+        if take is not None:
+            self.oracle = take(self.blocks)
+            self.local = np.arange(self.blocks.shape[0], dtype=np.intp)
+        else:
+            self.oracle, self.local = oracle, self.blocks
+        self.n, self.lam, self.sigma = n, float(lam), 1.0
+        self.unit = n / self.oracle.n_blocks           # ell' = unit * ell
+        self.state = SolverState.for_oracle(self.oracle, self._lam_k(1.0), False, box)
+        if self.state.compact_blocks:
+            raise ValueError("shard rounds need dense or sparse block storage; this oracle "
+                             "keeps compact blocks")
+        for i, vals in zip(self.local, values):
+            _put_block(self.state, i, vals)
+        self.state.block_ell[self.local] = self.unit * np.asarray(ells, dtype=float)
+        self._sync_ell()
+        self.v = np.array(v, dtype=float)
+        self._snapshot: tuple | None = None
+
+    def _lam_k(self, sigma: float) -> float:
+        return self.lam * self.n / (sigma * self.oracle.n_blocks)
+
+    def _sync_ell(self) -> None:
+        self.state.record_steps(StepCounts(ell=float(np.sum(self.state.block_ell))))
+
+    def run(self, sigma: float, order: np.ndarray) -> ShardChange:
+        """H = len(order) local BCFW steps on the shard's subproblem with ``sigma``.
+
+        ``order`` holds positions in the shard (0 .. n_k - 1).  The blocks keep the
+        steps until ``finish`` applies the master's t.
+        """
+        st = self.state
+        if sigma != self.sigma:
+            st.rescale(self._lam_k(sigma))         # z_i = sigma v_i
+            self.sigma = float(sigma)
+        local = self.local[np.asarray(order, dtype=np.intp)]
+        touched = np.unique(local)
+        before = [_get_block(st, i) for i in touched]
+        ell_before = st.block_ell[touched].copy()
+        self._snapshot = (touched, before, ell_before)
+        st.v[:] = self.v
+        if st.has_box:
+            st.w[:] = st.project(self.v)
+        start = time.perf_counter()
+        counts = _fw.bcfw_pass(self.oracle, st, local, True)
+        seconds = time.perf_counter() - start
+        u = np.zeros(st.n_features)
+        for i, old in zip(touched, before):
+            _add_block(st, i, _get_block(st, i) - old, u)
+        u /= self.sigma
+        idx = np.flatnonzero(u).astype(np.int32)
+        dell = float(np.sum(st.block_ell[touched] - ell_before)) / self.unit
+        return ShardChange(idx, u[idx], dell, int(local.shape[0]), int(counts.replaced),
+                           bool(getattr(self.oracle, "exact", True)), seconds)
+
+    def finish(self, t: float, idx: np.ndarray, vals: np.ndarray) -> None:
+        """Keep t times the round's block changes and move v by t times the summed
+        change (``idx``, ``vals``); t = 0 with an empty change undoes the round."""
+        st = self.state
+        touched, before, ell_before = self._snapshot
+        self._snapshot = None
+        if t != 1.0:
+            for i, old in zip(touched, before):
+                new = _get_block(st, i)
+                _put_block(st, i, old + t * (new - old))
+            st.block_ell[touched] = ell_before + t * (st.block_ell[touched] - ell_before)
+            self._sync_ell()
+        self.shift(t, idx, vals)
+
+    def shift(self, t: float, idx: np.ndarray, vals: np.ndarray) -> None:
+        """v[idx] += t vals (the master does the same to its v: the copies stay equal)."""
+        self.v[idx] += t * vals
+
+    def checkpoint(self) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+        """``(blocks, values, ells)``: the shard's block states in true units."""
+        st = self.state
+        values = [_get_block(st, i) / self.sigma for i in self.local]
+        return self.blocks, values, st.block_ell[self.local] / self.unit
+
+    def max_scores(self, w: np.ndarray) -> tuple[np.ndarray, bool]:
+        """max_y H_i(y; w) of the shard's blocks, and whether the oracle is exact."""
+        return (_block_scores(self.oracle, np.ascontiguousarray(w, dtype=np.float64),
+                              self.local),
+                bool(getattr(self.oracle, "exact", True)))
+
+    def solve(self, w: np.ndarray, blocks: np.ndarray, n_samples: int):
+        """Oracle answers for global ``blocks`` of this shard (``Executor.solve_blocks``)."""
+        pos = np.searchsorted(self.blocks, blocks)
+        answers = _solve_blocks(self.oracle, np.ascontiguousarray(w, dtype=np.float64),
+                                self.local[pos], n_samples)
+        answers.blocks = np.asarray(blocks, dtype=np.intp)
+        return answers, bool(getattr(self.oracle, "exact", True))
+
+
+def _get_block(state: SolverState, i: int) -> np.ndarray:
+    """A copy of block i's stored values (dense or on its support)."""
+    return state.block_values[state.block_ptr[i]:state.block_ptr[i + 1]].copy()
+
+
+def _put_block(state: SolverState, i: int, values: np.ndarray) -> None:
+    """Set block i's stored values (the layout of ``_get_block``)."""
+    start, stop = state.block_ptr[i], state.block_ptr[i + 1]
+    if values.shape[0] != stop - start:
+        raise ValueError(f"block {i} holds {stop - start} values, got {values.shape[0]}")
+    state.block_values[start:stop] = values
+
+
+def _add_block(state: SolverState, i: int, values: np.ndarray, out: np.ndarray) -> None:
+    """out += block i's ``values`` as a dense vector."""
+    if state.dense_blocks:
+        out += values
+    else:
+        out[state.block_support[state.block_ptr[i]:state.block_ptr[i + 1]]] += values
+
+
+class LocalShards:
+    """The shards in this process, run one after the other (the simulation).
+
+    No state is shared between shards: each has its own oracle view, block
+    states and copy of v, so the iterates equal those of a parallel run.
+    """
+
+    parallel = False
+
+    def __init__(self) -> None:
+        self.shards: list[Shard] = []
+
+    def start(self, oracle: MaxOracle, parts: list[np.ndarray], lam: float, box,
+              state: SolverState) -> None:
+        self.shards = [Shard(oracle, p, lam, box, *_blocks_of(state, p), state.v)
+                       for p in parts]
+
+    def restart(self, k: int, oracle, part, lam, box, state: SolverState) -> None:
+        self.shards[k] = Shard(oracle, part, lam, box, *_blocks_of(state, part), state.v)
+
+    def run(self, sigma: float, orders: list[np.ndarray]) -> list[ShardChange]:
+        return [s.run(sigma, o) for s, o in zip(self.shards, orders)]
+
+    def finish(self, t: float, idx: np.ndarray, vals: np.ndarray) -> None:
+        for s in self.shards:
+            s.finish(t, idx, vals)
+
+    def shift(self, t: float, idx: np.ndarray, vals: np.ndarray, skip: int) -> None:
+        for k, s in enumerate(self.shards):
+            if k != skip:
+                s.shift(t, idx, vals)
+
+    def checkpoint(self) -> list[tuple]:
+        return [s.checkpoint() for s in self.shards]
+
+    def max_scores(self, w: np.ndarray) -> list[tuple[np.ndarray, bool]]:
+        return [s.max_scores(w) for s in self.shards]
+
+    def solve(self, k: int, w, blocks, n_samples):
+        return self.shards[k].solve(w, blocks, n_samples)
+
+    def close(self) -> None:
+        self.shards = []
+
+
+class DaskShards:
+    """The shards as Dask actors, one per shard, placed round robin on the workers.
+
+    Each worker keeps its shards' oracle views, block states and copy of v
+    between rounds; a round sends the local orders and sigma', and gets back
+    the sparse changes; ``finish`` sends t and the summed sparse change.
+    """
+
+    parallel = True
+
+    def __init__(self, client):
+        self.client = client
+        self.actors: list = []
+
+    def _workers(self) -> list[str]:
+        return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def _new(self, k: int, oracle, part, lam, box, state: SolverState, workers: list[str]):
+        future = self.client.submit(Shard, oracle, part, lam, box, *_blocks_of(state, part),
+                                    state.v, actor=True, pure=False,
+                                    workers=[workers[k % len(workers)]] if workers else None)
+        return future.result()
+
+    def start(self, oracle, parts, lam, box, state) -> None:
+        workers = self._workers()
+        self.actors = [self._new(k, oracle, p, lam, box, state, workers)
+                       for k, p in enumerate(parts)]
+
+    def restart(self, k: int, oracle, part, lam, box, state: SolverState) -> None:
+        self.actors[k] = self._new(k, oracle, part, lam, box, state, self._workers())
+
+    def _gather(self, futures: list) -> list:
+        """Results in shard order; ``ShardLost(k)`` for the first shard whose worker died."""
+        out, lost = [], None
+        for k, fut in enumerate(futures):
+            try:
+                out.append(fut.result())
+            except _lost_errors() + (OSError,):
+                lost = k if lost is None else lost
+                out.append(None)
+        if lost is not None:
+            raise ShardLost(lost, out)
+        return out
+
+    def run(self, sigma, orders):
+        return self._gather([a.run(sigma, o) for a, o in zip(self.actors, orders)])
+
+    def finish(self, t, idx, vals):
+        self._gather([a.finish(t, idx, vals) for a in self.actors])
+
+    def shift(self, t, idx, vals, skip):
+        self._gather([a.shift(t, idx, vals) for k, a in enumerate(self.actors) if k != skip])
+
+    def checkpoint(self):
+        return self._gather([a.checkpoint() for a in self.actors])
+
+    def max_scores(self, w):
+        return self._gather([a.max_scores(w) for a in self.actors])
+
+    def solve(self, k, w, blocks, n_samples):
+        return self.actors[k].solve(w, blocks, n_samples).result()
+
+    def close(self) -> None:
+        self.actors = []
+
+
+class ShardLost(RuntimeError):
+    """A shard's worker was lost during a call; ``results`` holds the others' answers."""
+
+    def __init__(self, k: int, results: list):
+        super().__init__(f"shard {k} was lost")
+        self.k, self.results = k, results
+
+
+def _blocks_of(state: SolverState, part: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """The stored values and ells of the global blocks ``part`` of ``state``."""
+    return [_get_block(state, i) for i in part], state.block_ell[part].copy()
+
+
+class ShardRounds:
+    """The master of shard rounds on one problem: the round logic, run by either backend.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        The bound oracle of all n blocks.
+    state : SolverState
+        The global state (without active sets, dense or sparse blocks); the
+        master keeps its v, ell and average current after every round, and
+        the shards write their blocks into it at ``checkpoint``.
+    backend : LocalShards or DaskShards
+        Runs the shards.
+    n_shards : int
+        K, at most n.
+    sigma : float or "auto"
+        sigma' in [1, K], or measured from the alignment of the shards' changes.
+    round_steps : int or "auto"
+        H, local steps per shard and round, or adapted to the measured overhead.
+    sampling : {"uniform", "perm", "seq"}
+        Local block order: i.i.d. draws from the shard, a permutation of the
+        shard per pass (consecutive chunks per round), or the shard's order.
+    """
+
+    def __init__(self, oracle: MaxOracle, state: SolverState, backend, n_shards: int,
+                 sigma: float | str = "auto", round_steps: int | str = "auto",
+                 sampling: str = "uniform"):
+        n = oracle.n_blocks
+        if state.atoms is not None:
+            raise ValueError("shard rounds take plain FW block steps; this state keeps active "
+                             "sets (away/pairwise steps, caching, n_samples > 1)")
+        if state.compact_blocks:
+            raise ValueError("shard rounds need dense or sparse block storage; this oracle "
+                             "keeps compact blocks")
+        if sampling not in ("uniform", "perm", "seq"):
+            raise ValueError(f"shard rounds sample 'uniform', 'perm' or 'seq', got {sampling!r}")
+        self.oracle, self.state, self.backend = oracle, state, backend
+        self.K = min(int(n_shards), n)
+        self.parts = np.array_split(np.arange(n, dtype=np.intp), self.K)
+        self.auto_sigma = sigma == "auto"
+        self.sigma = 1.0 if self.auto_sigma else float(sigma)
+        self.auto_steps = round_steps == "auto"
+        self.H = 1 if self.auto_steps else int(round_steps)
+        self.sampling = sampling
+        self.box = (state.lower, state.upper) if state.has_box else None
+        self._perm: list[np.ndarray] = [np.zeros(0, dtype=np.intp)] * self.K
+        self._since: list[list] = [[] for _ in range(self.K)]   # (t, change) since checkpoint
+        self.rounds = 0
+        self.log: list[dict] = []          # per round: t, sigma, H, alignment, overhead
+        self.exact = True
+        backend.start(oracle, self.parts, state.lam, self.box, state)
+
+    # -- one round ---------------------------------------------------------------------
+    def _orders(self, rng: np.random.Generator, H: int) -> list[np.ndarray]:
+        out = []
+        for k, part in enumerate(self.parts):
+            m = part.shape[0]
+            if self.sampling == "uniform":
+                out.append(rng.integers(0, m, size=H).astype(np.intp))
+                continue
+            queue = self._perm[k]
+            while queue.shape[0] < H:
+                nxt = rng.permutation(m) if self.sampling == "perm" else np.arange(m)
+                queue = np.concatenate([queue, nxt.astype(np.intp)])
+            out.append(queue[:H])
+            self._perm[k] = queue[H:]
+        return out
+
+    def round(self, rng: np.random.Generator, H: int | None = None,
+              t: float | None = None) -> int:
+        """One round of H local steps per shard; returns the oracle calls made.
+
+        ``t`` fixes the master's step instead of its line search (a test hook:
+        with K = 1 and t = 1 a round is serial BCFW on the shard).
+        """
+        H = self.H if H is None else H
+        start = time.perf_counter()
+        orders = self._orders(rng, H)
+        try:
+            changes = self.backend.run(self.sigma, orders)
+        except ShardLost as lost:
+            for k, ch in enumerate(lost.results):       # undo the others' round
+                if ch is not None:
+                    self._undo(k)
+            self.restore(lost.k)
+            return 0
+        st = self.state
+        idx = np.unique(np.concatenate([c.idx for c in changes]))
+        vals = np.zeros(idx.shape[0])
+        for c in changes:
+            vals[np.searchsorted(idx, c.idx)] += c.vals
+        dell = math.fsum(c.dell for c in changes)
+        if t is None:
+            lower, upper = (self.box if self.box is not None else (None, None))
+            t, _ = box_line_search(st.v, lower, upper, idx.astype(np.int32), vals, dell,
+                                   st.lam, 1.0)
+        self.backend.finish(t, idx, vals)
+        for k, c in enumerate(changes):
+            self._since[k].append((t, c))
+        self._apply(t, idx, vals, dell)
+        calls = sum(c.steps for c in changes)
+        replaced = sum(c.replaced for c in changes)
+        self.exact = self.exact and all(c.exact for c in changes)
+        st.record_steps(StepCounts(replaced=replaced, fw=calls))
+        self.rounds += 1
+        norms = sum(float(c.vals @ c.vals) for c in changes)
+        align = float(vals @ vals) / norms if norms > 0 else math.nan
+        busy = (max if self.backend.parallel else sum)(c.seconds for c in changes)
+        wall = time.perf_counter() - start
+        overhead = max(wall - busy, 0.0) / wall if wall > 0 else 0.0
+        self.log.append({"t": t, "sigma": self.sigma, "H": H, "alignment": align,
+                         "overhead": overhead})
+        self._adapt(align, overhead)
+        return calls
+
+    def _apply(self, t: float, idx: np.ndarray, vals: np.ndarray, dell: float) -> None:
+        """Move the master's v, w, ell and average by t times the summed change."""
+        st = self.state
+        st.invalidate_gaps()
+        step = t * vals
+        j = st.n_steps + 1                       # this round creates iterate j
+        if st.averaging and st.avg_u.shape[0]:
+            st.avg_u[idx] += 0.5 * (j - 1) * j * step
+        st.v[idx] += step
+        if st.has_box:
+            st.w[idx] = np.clip(st.v[idx], st.lower[idx], st.upper[idx])
+        ell = st.ell + t * dell
+        st.record_steps(StepCounts(ell=ell, ell_avg=((j - 1.0) * st.ell_avg + 2.0 * ell)
+                                   / (j + 1.0), steps=1))
+
+    def _adapt(self, align: float, overhead: float) -> None:
+        if self.auto_sigma and align == align:
+            target = min(max(align, 1.0), float(self.K))
+            self.sigma = min(max(math.sqrt(self.sigma * target), 1.0), float(self.K))
+        if self.auto_steps:
+            longest = max(p.shape[0] for p in self.parts)
+            if overhead > OVERHEAD_HIGH:
+                self.H = min(2 * self.H, longest)
+            elif overhead < OVERHEAD_LOW:
+                self.H = max(self.H // 2, 1)
+
+    def _undo(self, k: int) -> None:
+        """Undo shard k's running round (t = 0)."""
+        if isinstance(self.backend, LocalShards):
+            self.backend.shards[k].finish(0.0, np.zeros(0, np.intp), np.zeros(0))
+        else:
+            self.backend.actors[k].finish(0.0, np.zeros(0, np.intp), np.zeros(0)).result()
+
+    # -- a pass, checkpoints, recovery ---------------------------------------------------
+    def one_pass(self, rng: np.random.Generator,
+                 should_stop: Callable[[], bool] | None = None) -> int:
+        """Rounds until n oracle calls are made (or ``should_stop``), then a checkpoint."""
+        n, calls = self.oracle.n_blocks, 0
+        try:
+            while calls < n:
+                H = min(self.H, -(-(n - calls) // self.K))
+                calls += self.round(rng, H)
+                if should_stop is not None and should_stop():
+                    break
+        finally:
+            self.checkpoint()
+        return calls
+
+    def checkpoint(self) -> None:
+        """Write every shard's block states into the state (v = sum_i v_i holds after)."""
+        st = self.state
+        for blocks, values, ells in self.backend.checkpoint():
+            for i, vals in zip(blocks, values):
+                _put_block(st, i, vals)
+            st.block_ell[blocks] = ells
+        self._since = [[] for _ in range(self.K)]
+
+    def restore(self, k: int) -> None:
+        """Rebuild shard k from the last checkpoint; v and ell lose exactly its progress
+        since then (the other shards' copies of v too); the average restarts."""
+        st = self.state
+        idx = np.unique(np.concatenate([c.idx for _, c in self._since[k]] +
+                                       [np.zeros(0, np.int32)])).astype(np.intp)
+        back = np.zeros(idx.shape[0])
+        dell = 0.0
+        for t, c in self._since[k]:
+            back[np.searchsorted(idx, c.idx)] -= t * c.vals
+            dell -= t * c.dell
+        self._since[k] = []
+        st.v[idx] += back
+        if st.has_box:
+            st.w[idx] = np.clip(st.v[idx], st.lower[idx], st.upper[idx])
+        st.record_steps(StepCounts(ell=st.ell + dell))
+        st.invalidate_gaps()
+        st.reset_averaging()
+        self.backend.shift(1.0, idx, back, skip=k)
+        self.backend.restart(k, self.oracle, self.parts[k], st.lam, self.box, st)
+
+    def max_scores(self, w: np.ndarray) -> np.ndarray:
+        results = self.backend.max_scores(w)
+        self.exact = self.exact and all(ex for _, ex in results)
+        return np.concatenate([scores for scores, _ in results])
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+class ShardExecutor(Executor):
+    """Shard rounds for ``ssvm_core.solve``: ``executor=ShardExecutor(K)`` (or with a client).
+
+    ``solve`` with this executor runs its passes as shard rounds
+    (``ShardRounds``; the design is in this module's docstring) and its gap
+    checks on the shards.
+
+    Parameters
+    ----------
+    n_shards : int
+        K, the number of shards (at most n; each holds n / K blocks).
+    client : distributed.Client or None, default None
+        None: the shards run one after the other in this process (the
+        simulation of K workers on one core, with the iterates of a parallel
+        run); a client: one Dask actor per shard on the cluster's workers.
+    sigma : float or "auto", default "auto"
+        sigma' of the local subproblems, in [1, K]; "auto" follows the
+        measured alignment of the shards' changes.
+    round_steps : int or "auto", default "auto"
+        Local steps per shard and round; "auto" keeps the round overhead
+        between 1.25% and 5% of the round.
+    """
+
+    def __init__(self, n_shards: int, client=None, *, sigma: float | str = "auto",
+                 round_steps: int | str = "auto"):
+        if int(n_shards) != n_shards or n_shards < 1:
+            raise ValueError(f"n_shards must be a positive integer, got {n_shards!r}")
+        if sigma != "auto" and not (isinstance(sigma, (int, float)) and 1 <= sigma <= n_shards):
+            raise ValueError(f"sigma must be 'auto' or a number in [1, n_shards], got {sigma!r}")
+        if round_steps != "auto" and (int(round_steps) != round_steps or round_steps < 1):
+            raise ValueError(f"round_steps must be 'auto' or a positive integer, "
+                             f"got {round_steps!r}")
+        self.n_shards, self.client = int(n_shards), client
+        self.sigma, self.round_steps = sigma, round_steps
+        self.rounds: ShardRounds | None = None
+        self.log: list[dict] = []           # the last run's rounds (``ShardRounds.log``)
+        self._exact = True
+
+    @property
+    def n_workers(self) -> int:
+        return self.n_shards
+
+    @property
+    def exact(self) -> bool:
+        return self._exact if self.rounds is None else self.rounds.exact
+
+    def start(self, oracle: MaxOracle, state: SolverState, sampling: str) -> ShardRounds:
+        """Place the shards of ``oracle`` from ``state`` (called by ``solve``)."""
+        self.close()
+        backend = LocalShards() if self.client is None else DaskShards(self.client)
+        self.rounds = ShardRounds(oracle, state, backend, self.n_shards, self.sigma,
+                                  self.round_steps, sampling)
+        self.log = self.rounds.log
+        return self.rounds
+
+    def _started(self, oracle) -> ShardRounds:
+        if self.rounds is None or self.rounds.oracle is not oracle:
+            raise RuntimeError("ShardExecutor serves the oracle solve started it with")
+        return self.rounds
+
+    def solve_blocks(self, oracle, w, blocks, n_samples=1):
+        rounds = self._started(oracle)
+        blocks = np.asarray(blocks, dtype=np.intp)
+        owner = np.searchsorted([p[-1] for p in rounds.parts], blocks)
+        from ssvm_core._batch import Answers
+        parts = []
+        for k in np.unique(owner):
+            answers, exact = rounds.backend.solve(int(k), w, blocks[owner == k], n_samples)
+            rounds.exact = rounds.exact and exact
+            parts.append(answers)
+        return Answers.concat(parts)
+
+    def max_scores(self, oracle, w):
+        return self._started(oracle).max_scores(w)
+
+    def close(self) -> None:
+        """Release the shards (``solve`` does it when it returns); ``exact`` and ``log``
+        keep the last run's values."""
+        if self.rounds is not None:
+            self._exact = self.rounds.exact
+            self.rounds.close()
+            self.rounds = None
