@@ -1,11 +1,11 @@
 """Shard rounds: BCFW on K disjoint shards of blocks, combined by an exact master line search.
 
-The dual of the n-slack structured SVM (Lacoste-Julien et al. 2013) is
+The dual of the n-slack structured SVM (Lacoste-Julien et al. (2013)) is
 
     D(alpha) = -lam/2 ||A alpha||^2 + b^T alpha,
 
 kept through v = A alpha = sum_i v_i and ell = b^T alpha = sum_i ell_i.  With
-box constraints on w (Osokin et al. 2016, App. H) the quadratic becomes
+box constraints on w (Osokin et al. (2016), App. H) the quadratic becomes
 lam h(v), h(v) = max_{w in box} <w, v> - ||w||^2 / 2 = <c, v> - ||c||^2 / 2
 with c = clip(v): convex, with gradient clip(v); without a box h(v) = ||v||^2 / 2.
 So D(alpha) = ell - lam h(v) in both cases.
@@ -17,7 +17,7 @@ b^T Delta alpha_k, and maximises
 
     G_k(Delta alpha_k) = Delta ell_k - (lam / sigma') [h(v + sigma' u_k) - h(v)],
 
-which for h = ||.||^2 / 2 is CoCoA+'s local subproblem (Ma et al. 2015):
+which for h = ||.||^2 / 2 is CoCoA+'s local subproblem (Ma et al. (2015)):
 Delta ell_k - lam <v, u_k> - lam sigma' ||u_k||^2 / 2.  Its gradient at
 Delta alpha_k = 0 is the gradient of D, so the local block gaps at the start of
 a round are the global ones.  By convexity of h, for sigma' = K,
@@ -41,7 +41,7 @@ steps (``_fw.bcfw_pass``) make a shard's round; changing sigma' is
 Delta ell = sum_k Delta ell_k, and takes the exact line search of D along
 them, t = argmax_{[0, 1]} D(alpha + t sum_k Delta alpha_k) (closed form
 without a box; the exact breakpoint search of ``_linesearch`` with one) --
-the line search on the summed local updates of Lee and Roth (2015).  Every
+the line search on the summed local updates of Lee & Roth (2015).  Every
 shard then sets its blocks to alpha_k + t Delta alpha_k and every copy of v
 moves by t u (the summed sparse change, never the dense w).  Since t = 0 is
 allowed, the dual never decreases.
@@ -51,8 +51,9 @@ allowed, the dual never decreases.
 master measures the alignment a = ||sum_k u_k||^2 / sum_k ||u_k||^2 of each
 round (1 for orthogonal updates, K for equal ones): the curvature of the
 summed step is lam a sum_k ||u_k||^2, which the local models take as
-lam sigma' sum_k ||u_k||^2, so sigma' follows a, kept in [1, K] (geometric
-mean of the old value and the new measurement).  The round length H (local
+lam sigma' sum_k ||u_k||^2, so sigma' follows a, kept in [1, K]: the geometric
+mean of the old value and the new measurement, rounded to the grid 2^(j/4) (a
+change of sigma' rescales the shards' block states).  The round length H (local
 steps per shard) doubles while the measured round overhead (wall time of a
 round outside the oracle-and-step kernels: Python bookkeeping, the master,
 communication) exceeds 5% of the round and halves below 1.25%.
@@ -92,7 +93,8 @@ from ssvm_core.executors import Executor, _lost_errors
 from ssvm_core.state import SolverState
 from ssvm_core.step_counts import StepCounts
 
-__all__ = ["ShardChange", "ShardExecutor", "ShardRounds", "Shard"]
+__all__ = ["DaskShards", "LocalShards", "Shard", "ShardChange", "ShardExecutor", "ShardRounds",
+           "shard_view"]
 
 OVERHEAD_HIGH = 0.05      # H doubles while the round overhead is above this share
 OVERHEAD_LOW = 0.0125     # ... and halves below this one
@@ -134,12 +136,14 @@ class Shard:
 
     Parameters
     ----------
-    oracle : MaxOracle
-        The bound oracle of all n blocks; a shard keeps ``oracle.take_blocks(blocks)``
-        when the oracle has it, else the whole oracle (and a state of all its blocks,
-        of which it uses its own).
+    view : MaxOracle
+        The oracle the shard calls (``shard_view``).
+    local : ndarray of int
+        The shard's blocks in ``view``.
     blocks : ndarray of int
-        The global indices of the shard's blocks (sorted).
+        Their global indices (sorted).
+    n : int
+        Blocks of the whole problem.
     lam : float
         Regularisation of the global problem.
     box : (lower, upper) or None
@@ -152,17 +156,11 @@ class Shard:
         The global v.
     """
 
-    def __init__(self, oracle: MaxOracle, blocks: np.ndarray, lam: float, box,
-                 values: list[np.ndarray], ells: np.ndarray, v: np.ndarray):
-        n = oracle.n_blocks
+    def __init__(self, view: MaxOracle, local: np.ndarray, blocks: np.ndarray, n: int,
+                 lam: float, box, values: list[np.ndarray], ells: np.ndarray, v: np.ndarray):
+        self.oracle, self.local = view, np.asarray(local, dtype=np.intp)
         self.blocks = np.asarray(blocks, dtype=np.intp)
-        take = getattr(oracle, "take_blocks", None)
-        if take is not None:
-            self.oracle = take(self.blocks)
-            self.local = np.arange(self.blocks.shape[0], dtype=np.intp)
-        else:
-            self.oracle, self.local = oracle, self.blocks
-        self.n, self.lam, self.sigma = n, float(lam), 1.0
+        self.n, self.lam, self.sigma = int(n), float(lam), 1.0
         self.unit = n / self.oracle.n_blocks           # ell' = unit * ell
         self.state = SolverState.for_oracle(self.oracle, self._lam_k(1.0), False, box)
         if self.state.compact_blocks:
@@ -250,6 +248,26 @@ class Shard:
         return answers, bool(getattr(self.oracle, "exact", True))
 
 
+def shard_view(oracle: MaxOracle, blocks: np.ndarray) -> tuple[MaxOracle, np.ndarray]:
+    """``(view, local)``: the oracle a shard of ``blocks`` calls and its blocks there.
+
+    ``oracle.take_blocks(blocks)`` (only the shard's data) when the oracle has it,
+    else the whole oracle (a shard then keeps a state of all n blocks and uses its own).
+    """
+    take = getattr(oracle, "take_blocks", None)
+    if take is not None:
+        return take(blocks), np.arange(blocks.shape[0], dtype=np.intp)
+    return oracle, np.asarray(blocks, dtype=np.intp)
+
+
+def _shard_args(oracle: MaxOracle, part: np.ndarray, lam: float, box,
+                state: SolverState) -> tuple:
+    """The arguments of ``Shard`` for the global blocks ``part`` of ``state``."""
+    view, local = shard_view(oracle, part)
+    return (view, local, part, oracle.n_blocks, lam, box,
+            [_get_block(state, i) for i in part], state.block_ell[part].copy(), state.v)
+
+
 def _get_block(state: SolverState, i: int) -> np.ndarray:
     """A copy of block i's stored values (dense or on its support)."""
     return state.block_values[state.block_ptr[i]:state.block_ptr[i + 1]].copy()
@@ -285,11 +303,10 @@ class LocalShards:
 
     def start(self, oracle: MaxOracle, parts: list[np.ndarray], lam: float, box,
               state: SolverState) -> None:
-        self.shards = [Shard(oracle, p, lam, box, *_blocks_of(state, p), state.v)
-                       for p in parts]
+        self.shards = [Shard(*_shard_args(oracle, p, lam, box, state)) for p in parts]
 
     def restart(self, k: int, oracle, part, lam, box, state: SolverState) -> None:
-        self.shards[k] = Shard(oracle, part, lam, box, *_blocks_of(state, part), state.v)
+        self.shards[k] = Shard(*_shard_args(oracle, part, lam, box, state))
 
     def run(self, sigma: float, orders: list[np.ndarray]) -> list[ShardChange]:
         return [s.run(sigma, o) for s, o in zip(self.shards, orders)]
@@ -334,8 +351,8 @@ class DaskShards:
         return sorted(self.client.scheduler_info(n_workers=-1)["workers"])
 
     def _new(self, k: int, oracle, part, lam, box, state: SolverState, workers: list[str]):
-        future = self.client.submit(Shard, oracle, part, lam, box, *_blocks_of(state, part),
-                                    state.v, actor=True, pure=False,
+        future = self.client.submit(Shard, *_shard_args(oracle, part, lam, box, state),
+                                    actor=True, pure=False,
                                     workers=[workers[k % len(workers)]] if workers else None)
         return future.result()
 
@@ -390,11 +407,6 @@ class ShardLost(RuntimeError):
         self.k, self.results = k, results
 
 
-def _blocks_of(state: SolverState, part: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-    """The stored values and ells of the global blocks ``part`` of ``state``."""
-    return [_get_block(state, i) for i in part], state.block_ell[part].copy()
-
-
 class ShardRounds:
     """The master of shard rounds on one problem: the round logic, run by either backend.
 
@@ -443,7 +455,9 @@ class ShardRounds:
         self._perm: list[np.ndarray] = [np.zeros(0, dtype=np.intp)] * self.K
         self._since: list[list] = [[] for _ in range(self.K)]   # (t, change) since checkpoint
         self.rounds = 0
-        self.log: list[dict] = []          # per round: t, sigma, H, alignment, overhead
+        # per round: t, sigma', H, the alignment, the overhead share of the round's wall
+        # time and the bytes of changes sent (up from the shards and down to them)
+        self.log: list[dict] = []
         self.exact = True
         backend.start(oracle, self.parts, state.lam, self.box, state)
 
@@ -491,10 +505,16 @@ class ShardRounds:
             lower, upper = (self.box if self.box is not None else (None, None))
             t, _ = box_line_search(st.v, lower, upper, idx.astype(np.int32), vals, dell,
                                    st.lam, 1.0)
-        self.backend.finish(t, idx, vals)
+        try:
+            self.backend.finish(t, idx, vals)
+            lost_k = None
+        except ShardLost as lost:           # the others kept the round: so does the master
+            lost_k = lost.k
         for k, c in enumerate(changes):
             self._since[k].append((t, c))
         self._apply(t, idx, vals, dell)
+        if lost_k is not None:
+            self.restore(lost_k)
         calls = sum(c.steps for c in changes)
         replaced = sum(c.replaced for c in changes)
         self.exact = self.exact and all(c.exact for c in changes)
@@ -505,8 +525,10 @@ class ShardRounds:
         busy = (max if self.backend.parallel else sum)(c.seconds for c in changes)
         wall = time.perf_counter() - start
         overhead = max(wall - busy, 0.0) / wall if wall > 0 else 0.0
+        sent = sum(c.idx.nbytes + c.vals.nbytes + 8 for c in changes)
+        sent += self.K * (idx.nbytes + vals.nbytes + 8)
         self.log.append({"t": t, "sigma": self.sigma, "H": H, "alignment": align,
-                         "overhead": overhead})
+                         "overhead": overhead, "bytes": sent})
         self._adapt(align, overhead)
         return calls
 
@@ -528,7 +550,10 @@ class ShardRounds:
     def _adapt(self, align: float, overhead: float) -> None:
         if self.auto_sigma and align == align:
             target = min(max(align, 1.0), float(self.K))
-            self.sigma = min(max(math.sqrt(self.sigma * target), 1.0), float(self.K))
+            # on the grid 2^(j / 4): a change of sigma' rescales the shards' blocks
+            # (O(size of a shard)), so it changes only when the measurement moves it
+            exponent = round(2.0 * math.log2(self.sigma * target))     # 4 log2 sqrt(.)
+            self.sigma = min(max(2.0 ** (exponent / 4.0), 1.0), float(self.K))
         if self.auto_steps:
             longest = max(p.shape[0] for p in self.parts)
             if overhead > OVERHEAD_HIGH:
@@ -561,11 +586,20 @@ class ShardRounds:
     def checkpoint(self) -> None:
         """Write every shard's block states into the state (v = sum_i v_i holds after)."""
         st = self.state
-        for blocks, values, ells in self.backend.checkpoint():
+        try:
+            results, lost_k = self.backend.checkpoint(), None
+        except ShardLost as lost:
+            results, lost_k = lost.results, lost.k
+        for k, result in enumerate(results):
+            if k == lost_k:
+                continue
+            blocks, values, ells = result
             for i, vals in zip(blocks, values):
                 _put_block(st, i, vals)
             st.block_ell[blocks] = ells
-        self._since = [[] for _ in range(self.K)]
+            self._since[k] = []
+        if lost_k is not None:                 # its blocks in the state are its checkpoint
+            self.restore(lost_k)
 
     def restore(self, k: int) -> None:
         """Rebuild shard k from the last checkpoint; v and ell lose exactly its progress
@@ -589,7 +623,13 @@ class ShardRounds:
         self.backend.restart(k, self.oracle, self.parts[k], st.lam, self.box, st)
 
     def max_scores(self, w: np.ndarray) -> np.ndarray:
-        results = self.backend.max_scores(w)
+        """max_y H_i(y; w) of every block, on the shards (a lost shard is restored first:
+        ``w`` must then be the state's, which the restore moves)."""
+        try:
+            results = self.backend.max_scores(w)
+        except ShardLost as lost:
+            self.restore(lost.k)
+            return self.max_scores(self.state.w)
         self.exact = self.exact and all(ex for _, ex in results)
         return np.concatenate([scores for scores, _ in results])
 
