@@ -189,3 +189,41 @@ def test_bad_executor_arguments():
         ShardExecutor(4, sigma=5.0)
     with pytest.raises(ValueError, match="round_steps"):
         ShardExecutor(4, round_steps=0)
+
+
+def test_a_killed_dask_worker_loses_only_its_shards_progress():
+    distributed = pytest.importorskip("distributed")
+    import os
+    import time
+
+    from ssvm_core.shards import DaskShards
+
+    oracle, box = _pose(n=18)
+    lam = 10.0
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0", silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        state = SolverState.for_oracle(oracle, lam, False, box)
+        rounds = ShardRounds(oracle, state, DaskShards(client), 3, round_steps=2)
+        rng = np.random.default_rng(0)
+        for _ in range(3):
+            rounds.round(rng)
+        rounds.checkpoint()
+        for _ in range(3):
+            rounds.round(rng)
+        victim = sorted(client.scheduler_info()["workers"])[0]
+        with pytest.raises(Exception):      # noqa: B017 (the worker dies mid-call)
+            client.run(os._exit, 1, workers=[victim])
+        time.sleep(1.0)
+        assert rounds.round(rng) == 0 and rounds.recovered >= 1     # restored, not stepped
+        dual = dual_objective(state)
+        for _ in range(3):
+            rounds.round(rng)
+            assert dual_objective(state) >= dual
+            dual = dual_objective(state)
+        rounds.checkpoint()
+        _assert_v_is_sum(state)
+        scores = max_scores(oracle, state.w)
+        assert rounds.max_scores(state.w).tolist() == scores.tolist()
+    gap = 0.5 * lam * state.w @ state.w + scores.sum() / oracle.n_blocks - dual
+    assert gap > 0

@@ -315,9 +315,12 @@ class LocalShards:
         for s in self.shards:
             s.finish(t, idx, vals)
 
-    def shift(self, t: float, idx: np.ndarray, vals: np.ndarray, skip: int) -> None:
+    def undo(self, k: int) -> None:
+        self.shards[k].finish(0.0, np.zeros(0, np.int32), np.zeros(0))
+
+    def shift(self, t: float, idx: np.ndarray, vals: np.ndarray, skip: list[int]) -> None:
         for k, s in enumerate(self.shards):
-            if k != skip:
+            if k not in skip:
                 s.shift(t, idx, vals)
 
     def checkpoint(self) -> list[tuple]:
@@ -364,33 +367,56 @@ class DaskShards:
     def restart(self, k: int, oracle, part, lam, box, state: SolverState) -> None:
         self.actors[k] = self._new(k, oracle, part, lam, box, state, self._workers())
 
-    def _gather(self, futures: list) -> list:
-        """Results in shard order; ``ShardLost(k)`` for the first shard whose worker died."""
-        out, lost = [], None
-        for k, fut in enumerate(futures):
+    def _each(self, method: str, *args, skip: tuple = (), only: int | None = None,
+              per_shard: list | None = None) -> list:
+        """Call ``method`` on every shard's actor (``per_shard[k]`` appended to the
+        arguments), then gather the results in shard order (None for ``skip``);
+        ``ShardLost`` names the shards whose worker is gone."""
+        lost_errors = _lost_errors() + (OSError,)
+        futures: list = []
+        for k, actor in enumerate(self.actors):
+            if k in skip or (only is not None and k != only):
+                futures.append(None)
+                continue
+            extra = () if per_shard is None else (per_shard[k],)
             try:
-                out.append(fut.result())
-            except _lost_errors() + (OSError,):
-                lost = k if lost is None else lost
-                out.append(None)
-        if lost is not None:
+                futures.append(getattr(actor, method)(*args, *extra))
+            except RuntimeError as exc:        # Dask: "Worker holding Actor was lost"
+                if "lost" not in str(exc):
+                    raise
+                futures.append(exc)
+        out, lost = [], []
+        for k, fut in enumerate(futures):
+            result = None
+            if isinstance(fut, RuntimeError):
+                lost.append(k)
+            elif fut is not None:
+                try:
+                    result = fut.result()
+                except lost_errors:
+                    lost.append(k)
+            out.append(result)
+        if lost:
             raise ShardLost(lost, out)
         return out
 
     def run(self, sigma, orders):
-        return self._gather([a.run(sigma, o) for a, o in zip(self.actors, orders)])
+        return self._each("run", sigma, per_shard=orders)
 
     def finish(self, t, idx, vals):
-        self._gather([a.finish(t, idx, vals) for a in self.actors])
+        self._each("finish", t, idx, vals)
+
+    def undo(self, k: int) -> None:
+        self._each("finish", 0.0, np.zeros(0, np.int32), np.zeros(0), only=k)
 
     def shift(self, t, idx, vals, skip):
-        self._gather([a.shift(t, idx, vals) for k, a in enumerate(self.actors) if k != skip])
+        self._each("shift", t, idx, vals, skip=skip)
 
     def checkpoint(self):
-        return self._gather([a.checkpoint() for a in self.actors])
+        return self._each("checkpoint")
 
     def max_scores(self, w):
-        return self._gather([a.max_scores(w) for a in self.actors])
+        return self._each("max_scores", w)
 
     def solve(self, k, w, blocks, n_samples):
         return self.actors[k].solve(w, blocks, n_samples).result()
@@ -400,11 +426,12 @@ class DaskShards:
 
 
 class ShardLost(RuntimeError):
-    """A shard's worker was lost during a call; ``results`` holds the others' answers."""
+    """Shards whose worker was lost during a call; ``results`` holds the others' answers
+    (None for the lost ones)."""
 
-    def __init__(self, k: int, results: list):
-        super().__init__(f"shard {k} was lost")
-        self.k, self.results = k, results
+    def __init__(self, lost: list[int], results: list):
+        super().__init__(f"shard(s) {lost} were lost")
+        self.lost, self.results = lost, results
 
 
 class ShardRounds:
@@ -455,6 +482,7 @@ class ShardRounds:
         self._perm: list[np.ndarray] = [np.zeros(0, dtype=np.intp)] * self.K
         self._since: list[list] = [[] for _ in range(self.K)]   # (t, change) since checkpoint
         self.rounds = 0
+        self.recovered = 0                 # shards rebuilt from their checkpoint
         # per round: t, sigma', H, the alignment, the overhead share of the round's wall
         # time and the bytes of changes sent (up from the shards and down to them)
         self.log: list[dict] = []
@@ -490,10 +518,10 @@ class ShardRounds:
         try:
             changes = self.backend.run(self.sigma, orders)
         except ShardLost as lost:
-            for k, ch in enumerate(lost.results):       # undo the others' round
-                if ch is not None:
-                    self._undo(k)
-            self.restore(lost.k)
+            for k, change in enumerate(lost.results):   # undo the others' round
+                if change is not None:
+                    self.backend.undo(k)
+            self.restore(*lost.lost)
             return 0
         st = self.state
         idx = np.unique(np.concatenate([c.idx for c in changes]))
@@ -507,14 +535,14 @@ class ShardRounds:
                                    st.lam, 1.0)
         try:
             self.backend.finish(t, idx, vals)
-            lost_k = None
+            lost_k: list[int] = []
         except ShardLost as lost:           # the others kept the round: so does the master
-            lost_k = lost.k
+            lost_k = lost.lost
         for k, c in enumerate(changes):
             self._since[k].append((t, c))
         self._apply(t, idx, vals, dell)
-        if lost_k is not None:
-            self.restore(lost_k)
+        if lost_k:
+            self.restore(*lost_k)
         calls = sum(c.steps for c in changes)
         replaced = sum(c.replaced for c in changes)
         self.exact = self.exact and all(c.exact for c in changes)
@@ -561,13 +589,6 @@ class ShardRounds:
             elif overhead < OVERHEAD_LOW:
                 self.H = max(self.H // 2, 1)
 
-    def _undo(self, k: int) -> None:
-        """Undo shard k's running round (t = 0)."""
-        if isinstance(self.backend, LocalShards):
-            self.backend.shards[k].finish(0.0, np.zeros(0, np.intp), np.zeros(0))
-        else:
-            self.backend.actors[k].finish(0.0, np.zeros(0, np.intp), np.zeros(0)).result()
-
     # -- a pass, checkpoints, recovery ---------------------------------------------------
     def one_pass(self, rng: np.random.Generator,
                  should_stop: Callable[[], bool] | None = None) -> int:
@@ -587,40 +608,51 @@ class ShardRounds:
         """Write every shard's block states into the state (v = sum_i v_i holds after)."""
         st = self.state
         try:
-            results, lost_k = self.backend.checkpoint(), None
+            results, lost_k = self.backend.checkpoint(), []
         except ShardLost as lost:
-            results, lost_k = lost.results, lost.k
+            results, lost_k = lost.results, lost.lost
         for k, result in enumerate(results):
-            if k == lost_k:
+            if k in lost_k:
                 continue
             blocks, values, ells = result
             for i, vals in zip(blocks, values):
                 _put_block(st, i, vals)
             st.block_ell[blocks] = ells
             self._since[k] = []
-        if lost_k is not None:                 # its blocks in the state are its checkpoint
-            self.restore(lost_k)
+        if lost_k:                     # their blocks in the state are their checkpoint
+            self.restore(*lost_k)
 
-    def restore(self, k: int) -> None:
-        """Rebuild shard k from the last checkpoint; v and ell lose exactly its progress
-        since then (the other shards' copies of v too); the average restarts."""
+    def restore(self, *lost: int) -> None:
+        """Rebuild the shards ``lost`` from the last checkpoint; v and ell lose exactly
+        their progress since then (the other shards' copies of v too); the average
+        restarts."""
         st = self.state
-        idx = np.unique(np.concatenate([c.idx for _, c in self._since[k]] +
-                                       [np.zeros(0, np.int32)])).astype(np.intp)
+        since = [c for k in lost for c in self._since[k]]
+        idx = np.unique(np.concatenate([c.idx for _, c in since] +
+                                       [np.zeros(0, np.int32)])).astype(np.int32)
         back = np.zeros(idx.shape[0])
         dell = 0.0
-        for t, c in self._since[k]:
+        for t, c in since:
             back[np.searchsorted(idx, c.idx)] -= t * c.vals
             dell -= t * c.dell
-        self._since[k] = []
+        for k in lost:
+            self._since[k] = []
         st.v[idx] += back
         if st.has_box:
             st.w[idx] = np.clip(st.v[idx], st.lower[idx], st.upper[idx])
         st.record_steps(StepCounts(ell=st.ell + dell))
         st.invalidate_gaps()
         st.reset_averaging()
-        self.backend.shift(1.0, idx, back, skip=k)
-        self.backend.restart(k, self.oracle, self.parts[k], st.lam, self.box, st)
+        try:
+            self.backend.shift(1.0, idx, back, skip=lost)
+            more: list[int] = []
+        except ShardLost as again:           # more workers went: the shifted ones moved
+            more = [k for k in again.lost if k not in lost]
+        for k in lost:
+            self.backend.restart(k, self.oracle, self.parts[k], st.lam, self.box, st)
+        self.recovered += len(lost)
+        if more:
+            self.restore(*more)
 
     def max_scores(self, w: np.ndarray) -> np.ndarray:
         """max_y H_i(y; w) of every block, on the shards (a lost shard is restored first:
@@ -628,7 +660,7 @@ class ShardRounds:
         try:
             results = self.backend.max_scores(w)
         except ShardLost as lost:
-            self.restore(lost.k)
+            self.restore(*lost.lost)
             return self.max_scores(self.state.w)
         self.exact = self.exact and all(ex for _, ex in results)
         return np.concatenate([scores for scores, _ in results])
