@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import statistics
 
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--targets", type=int, nargs="+", default=[5, 10, 20],
                         help="serial BCFW passes whose gaps are the targets")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--serial-from", default=None,
+                        help="reuse the serial BCFW gaps of an earlier run's --json report "
+                             "(same problem, seed and passes)")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -93,7 +97,16 @@ def main(argv: list[str] | None = None) -> None:
     oracle = _problem(args)
     print(f"lsp_like({args.n}, grid={args.grid}x{args.grid}), d = {oracle.n_features}, "
           f"lam = {args.lam}, box of the model; {args.passes} passes, exact gap every pass")
-    serial = _gaps(oracle, args, None)
+    problem = {key: getattr(args, key) for key in ("n", "grid", "lam", "passes", "seed")}
+    if args.serial_from:
+        with open(args.serial_from) as f:
+            earlier = json.load(f)
+        if earlier["problem"] != problem:
+            raise SystemExit(f"{args.serial_from} was measured on another problem: "
+                             f"{earlier['problem']}")
+        serial = earlier["serial_gaps"]
+    else:
+        serial = _gaps(oracle, args, None)
     targets = [serial[p] for p in args.targets if p < len(serial)]
     print("serial BCFW gaps: " + " ".join(f"{g:.3e}" for g in serial))
     rows = []
@@ -131,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
             for row in rows:
                 writer.writerow({k: row[k] for k in keys})
         print(f"wrote {args.csv}")
-    write_json(args.json, {"command": command, "machine": machine, "serial_gaps": serial,
-                           "rows": rows})
+    write_json(args.json, {"command": command, "machine": machine, "problem": problem,
+                           "serial_gaps": serial, "rows": rows})
 
 
 if __name__ == "__main__":

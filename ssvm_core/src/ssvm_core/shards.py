@@ -51,12 +51,21 @@ allowed, the dual never decreases.
 master measures the alignment a = ||sum_k u_k||^2 / sum_k ||u_k||^2 of each
 round (1 for orthogonal updates, K for equal ones): the curvature of the
 summed step is lam a sum_k ||u_k||^2, which the local models take as
-lam sigma' sum_k ||u_k||^2, so sigma' follows a, kept in [1, K]: the geometric
-mean of the old value and the new measurement, rounded to the grid 2^(j/4) (a
-change of sigma' rescales the shards' block states).  The round length H (local
-steps per shard) doubles while the measured round overhead (wall time of a
-round outside the oracle-and-step kernels: Python bookkeeping, the master,
-communication) exceeds 5% of the round and halves below 1.25%.
+lam sigma' sum_k ||u_k||^2, so sigma' = a would make the local models'
+curvature right.  A master step t < 1 measures the overshoot directly: the
+shards' steps were 1 / t too long, and sigma' becomes sigma' / t.  A step t = 1
+(the bound of the line search) may hide an undershoot: sigma' then moves down
+towards a (geometric mean), never below 1; it is kept in [1, K] and rounded to
+the grid 2^(j/4) (a change of sigma' rescales the shards' block states).
+(Following a alone, measured at the start where every shard moves towards
+similar corners, gave a = 134 and t = 0.15 in the first round at K = 512.)
+The round length H (local steps per shard) doubles while the measured round
+overhead (wall time of a round outside the oracle-and-step kernels: Python
+bookkeeping, the master, communication) exceeds 5% of the round and halves
+below 1.25%, up to
+n / (8 K): a round of K H steps is stale by up to K H - 1 steps for each
+shard's view of the others, and the measured per-pass efficiency stays near 1
+for rounds of n / 16 steps and falls towards 0.7 at n / 2 (``docs/scaling.md``).
 
 **State and recovery.**  The solver's ``SolverState`` is the checkpoint: the
 shards write their block states into it at the end of every pass (so
@@ -98,6 +107,7 @@ __all__ = ["DaskShards", "LocalShards", "Shard", "ShardChange", "ShardExecutor",
 
 OVERHEAD_HIGH = 0.05      # H doubles while the round overhead is above this share
 OVERHEAD_LOW = 0.0125     # ... and halves below this one
+ROUND_SHARE = 8           # "auto" H keeps a round to at most n / ROUND_SHARE steps in all
 
 
 @dataclass
@@ -557,7 +567,7 @@ class ShardRounds:
         sent += self.K * (idx.nbytes + vals.nbytes + 8)
         self.log.append({"t": t, "sigma": self.sigma, "H": H, "alignment": align,
                          "overhead": overhead, "bytes": sent})
-        self._adapt(align, overhead)
+        self._adapt(t, align, overhead)
         return calls
 
     def _apply(self, t: float, idx: np.ndarray, vals: np.ndarray, dell: float) -> None:
@@ -575,15 +585,20 @@ class ShardRounds:
         st.record_steps(StepCounts(ell=ell, ell_avg=((j - 1.0) * st.ell_avg + 2.0 * ell)
                                    / (j + 1.0), steps=1))
 
-    def _adapt(self, align: float, overhead: float) -> None:
+    def _adapt(self, t: float, align: float, overhead: float) -> None:
         if self.auto_sigma and align == align:
-            target = min(max(align, 1.0), float(self.K))
+            if t < 1.0:          # the summed step overshot by 1 / t: take t times shorter ones
+                target = self.sigma / max(t, 1.0 / self.K)
+            elif align < self.sigma:     # it may have undershot: follow the alignment down
+                target = math.sqrt(self.sigma * max(align, 1.0))
+            else:
+                target = self.sigma
             # on the grid 2^(j / 4): a change of sigma' rescales the shards' blocks
             # (O(size of a shard)), so it changes only when the measurement moves it
-            exponent = round(2.0 * math.log2(self.sigma * target))     # 4 log2 sqrt(.)
-            self.sigma = min(max(2.0 ** (exponent / 4.0), 1.0), float(self.K))
+            exponent = round(4.0 * math.log2(min(max(target, 1.0), float(self.K))))
+            self.sigma = min(2.0 ** (exponent / 4.0), float(self.K))
         if self.auto_steps:
-            longest = max(p.shape[0] for p in self.parts)
+            longest = max(1, self.oracle.n_blocks // (ROUND_SHARE * self.K))
             if overhead > OVERHEAD_HIGH:
                 self.H = min(2 * self.H, longest)
             elif overhead < OVERHEAD_LOW:
@@ -688,8 +703,9 @@ class ShardExecutor(Executor):
         sigma' of the local subproblems, in [1, K]; "auto" follows the
         measured alignment of the shards' changes.
     round_steps : int or "auto", default "auto"
-        Local steps per shard and round; "auto" keeps the round overhead
-        between 1.25% and 5% of the round.
+        Local steps per shard and round; "auto" starts at 1 and keeps the round
+        overhead between 1.25% and 5% of the round, with at most n / 8 steps per
+        round in all (K H <= n / 8).
     """
 
     def __init__(self, n_shards: int, client=None, *, sigma: float | str = "auto",
