@@ -227,3 +227,15 @@ def test_a_killed_dask_worker_loses_only_its_shards_progress():
         assert rounds.max_scores(state.w).tolist() == scores.tolist()
     gap = 0.5 * lam * state.w @ state.w + scores.sum() / oracle.n_blocks - dual
     assert gap > 0
+
+
+def test_time_budget_and_ctrl_c_are_checked_between_rounds():
+    oracle, box = _chain(n=30)
+    rounds, state = _rounds(oracle, box, 0.05, 3, round_steps=2)
+    calls = rounds.one_pass(np.random.default_rng(0), should_stop=lambda: True)
+    assert calls == 6 and rounds.rounds == 1          # one round, then the checkpoint
+    _assert_v_is_sum(state)
+    result = solve(oracle, 0.05, executor=ShardExecutor(3, round_steps=2), time_budget=1e-9,
+                   tol=0, random_state=0)
+    assert result.status == "time_budget" and result.state.passes == 1
+    assert result.state.fw_steps == 6 and np.isfinite(result.gap)

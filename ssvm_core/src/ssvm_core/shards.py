@@ -94,6 +94,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ssvm_core import _fw
+from ssvm_core._batch import Answers
 from ssvm_core._batch import max_scores as _block_scores
 from ssvm_core._batch import solve_blocks as _solve_blocks
 from ssvm_core._linesearch import box_line_search
@@ -749,7 +750,6 @@ class ShardExecutor(Executor):
         rounds = self._started(oracle)
         blocks = np.asarray(blocks, dtype=np.intp)
         owner = np.searchsorted([p[-1] for p in rounds.parts], blocks)
-        from ssvm_core._batch import Answers
         parts = []
         for k in np.unique(owner):
             answers, exact = rounds.backend.solve(int(k), w, blocks[owner == k], n_samples)
