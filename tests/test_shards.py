@@ -239,3 +239,27 @@ def test_time_budget_and_ctrl_c_are_checked_between_rounds():
                    tol=0, random_state=0)
     assert result.status == "time_budget" and result.state.passes == 1
     assert result.state.fw_steps == 6 and np.isfinite(result.gap)
+
+
+def test_bench_shards_script_measures_efficiency(tmp_path, capsys):
+    import json
+
+    from strategies import load_bench_script
+
+    script = load_bench_script("bench_shards")
+    assert script.passes_to([1.0, 0.5, 0.25], 0.5) == 1.0
+    assert script.passes_to([1.0, 0.5, 0.25], 0.3535533905932738) == pytest.approx(1.5)
+    assert script.passes_to([1.0, 0.5], 0.1) is None
+    out = tmp_path / "shards.json"
+    script.main(["--n", "16", "--grid", "4", "--shards", "1", "4", "--round-steps", "1",
+                 "--sigma", "1", "--passes", "2", "--targets", "1", "2", "--json", str(out),
+                 "--csv", str(tmp_path / "shards.csv")])
+    printed = capsys.readouterr().out
+    assert printed.startswith("$ bench_shards.py --n 16") and "K=4 H=1 sigma=1" in printed
+    report = json.loads(out.read_text())
+    assert len(report["serial_gaps"]) == 3 and len(report["rows"]) == 2
+    # one shard, one step per round, sigma' = 1: serial BCFW up to the master's t <= 1
+    assert all(r["eff@1"] is not None and r["eff@1"] > 0 for r in report["rows"])
+    script.main(["--n", "16", "--grid", "4", "--shards", "2", "--passes", "2", "--targets", "1",
+                 "--serial-from", str(out)])
+    assert "K=2 H=auto sigma=auto" in capsys.readouterr().out

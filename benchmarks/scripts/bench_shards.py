@@ -44,23 +44,29 @@ def _problem(args):
     return PoseModel(POSE_TREE_PARENTS, SCALE_PARTS).bind(X, Y)
 
 
-def _gaps(oracle, args, executor) -> list[float]:
-    """The exact gap after 0, 1, ..., passes."""
+def _run(oracle, args, executor) -> tuple[list[float], list[float]]:
+    """The exact gap and the solver's seconds (checks included) after 0, 1, ... passes."""
     result = solve(oracle, args.lam, executor=executor, max_passes=args.passes,
                    gap_check_every=1, averaging="plain", tol=0.0, random_state=args.seed,
                    box="model")
-    return [rec["gap"] for rec in result.history]
+    return [rec["gap"] for rec in result.history], [rec["time"] for rec in result.history]
+
+
+def reach(xs: list[float], gaps: list[float], target: float) -> float | None:
+    """The x (passes or seconds) where ``gaps`` first reach ``target``, interpolated
+    linearly in log(gap) between checks; None if never."""
+    for p in range(1, len(gaps)):
+        if gaps[p - 1] <= target:
+            return float(xs[p - 1])
+        if gaps[p] <= target:
+            lo, hi = math.log(gaps[p - 1]), math.log(max(gaps[p], 1e-300))
+            return xs[p - 1] + (lo - math.log(target)) / (lo - hi) * (xs[p] - xs[p - 1])
+    return None
 
 
 def passes_to(gaps: list[float], target: float) -> float | None:
-    """Passes to reach ``target``, interpolated linearly in log(gap); None if never."""
-    for p in range(1, len(gaps)):
-        if gaps[p] <= target:
-            lo, hi = math.log(gaps[p - 1]), math.log(max(gaps[p], 1e-300))
-            if gaps[p - 1] <= target or lo == hi:
-                return float(p - 1) if gaps[p - 1] <= target else float(p)
-            return p - 1 + (lo - math.log(target)) / (lo - hi)
-    return None
+    """Passes to reach ``target`` (see ``reach``)."""
+    return reach(list(range(len(gaps))), gaps, target)
 
 
 def _designs(args) -> list[tuple[str, int, object, object]]:
@@ -71,6 +77,31 @@ def _designs(args) -> list[tuple[str, int, object, object]]:
                 out.append((f"K={k} H={h} sigma={s}", k,
                             h if h == "auto" else int(h), s if s == "auto" else float(s)))
     return out
+
+
+def _time_on_dask(oracle, args, serial, serial_time, targets, rows) -> None:
+    """Speed-up in time to each target of every design on a LocalCluster of worker processes."""
+    if not serial_time:
+        raise SystemExit("--dask needs the serial run's times: do not combine it with "
+                         "--serial-from")
+    import distributed
+    with distributed.LocalCluster(n_workers=args.dask, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0", silence_logs=50) as cluster, \
+            distributed.Client(cluster) as client:
+        for row, (name, k, h, s) in zip(rows, _designs(args)):
+            ex = ShardExecutor(k, client, sigma=s, round_steps=h)
+            gaps, times = _run(oracle, args, ex)
+            speedups = []
+            for p, g in zip(args.targets, targets):
+                mine = reach(times, gaps, g)
+                speedup = None if mine is None else reach(serial_time, serial, g) / mine
+                row[f"dask_speedup@{p}"] = speedup
+                row[f"dask_mb_per_round@{p}"] = (
+                    sum(r["bytes"] for r in ex.log) / max(len(ex.log), 1) / 1e6)
+                speedups.append(speedup)
+            print(f"{name:28s} on {args.dask} Dask workers: " + "  ".join(
+                f"time-to-gap speed-up@{p}={'none' if v is None else f'{v:.2f}'}"
+                for p, v in zip(args.targets, speedups)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -90,6 +121,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--serial-from", default=None,
                         help="reuse the serial BCFW gaps of an earlier run's --json report "
                              "(same problem, seed and passes)")
+    parser.add_argument("--dask", type=int, default=0, metavar="WORKERS",
+                        help="also run each design on a LocalCluster of this many worker "
+                             "processes and report serial time / its time to each target "
+                             "(wall, gap checks included; time on a quiet machine only)")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -104,15 +139,15 @@ def main(argv: list[str] | None = None) -> None:
         if earlier["problem"] != problem:
             raise SystemExit(f"{args.serial_from} was measured on another problem: "
                              f"{earlier['problem']}")
-        serial = earlier["serial_gaps"]
+        serial, serial_time = earlier["serial_gaps"], []
     else:
-        serial = _gaps(oracle, args, None)
+        serial, serial_time = _run(oracle, args, None)
     targets = [serial[p] for p in args.targets if p < len(serial)]
     print("serial BCFW gaps: " + " ".join(f"{g:.3e}" for g in serial))
     rows = []
     for name, k, h, s in _designs(args):
         ex = ShardExecutor(k, sigma=s, round_steps=h)
-        gaps = _gaps(oracle, args, ex)
+        gaps, _ = _run(oracle, args, ex)
         log = ex.log
         eff = []
         for g in targets:
@@ -136,6 +171,8 @@ def main(argv: list[str] | None = None) -> None:
             f"H_med={row['H_median']:g} align_med={row['alignment_median']:.2f} "
             f"rounds={row['rounds']}")
         print("    gaps: " + " ".join(f"{g:.3e}" for g in gaps))
+    if args.dask:
+        _time_on_dask(oracle, args, serial, serial_time, targets, rows)
     if args.csv:
         keys = [k for k in rows[0] if k != "gaps"] if rows else []
         with atomic_write(args.csv, "w") as f:
