@@ -160,7 +160,8 @@ class Shard:
     box : (lower, upper) or None
         The box of the global problem.
     values : list of ndarray
-        Each block's stored values (``block_snapshot``), true units.
+        Each block's stored values (laid out as in ``SolverState.block_values``), true
+        units.
     ells : ndarray
         Each block's ell_i, true units.
     v : ndarray
