@@ -235,6 +235,8 @@ def test_time_budget_and_ctrl_c_are_checked_between_rounds():
     calls = rounds.one_pass(np.random.default_rng(0), should_stop=lambda: True)
     assert calls == 6 and rounds.rounds == 1          # one round, then the checkpoint
     _assert_v_is_sum(state)
+    uneven, _ = _rounds(oracle, box, 0.05, 4, round_steps=2)       # 30 = 3 * 8 + 6
+    assert uneven.one_pass(np.random.default_rng(0)) == 30 and uneven.rounds == 4
     result = solve(oracle, 0.05, executor=ShardExecutor(3, round_steps=2), time_budget=1e-9,
                    tol=0, random_state=0)
     assert result.status == "time_budget" and result.state.passes == 1

@@ -502,31 +502,40 @@ class ShardRounds:
         backend.start(oracle, self.parts, state.lam, self.box, state)
 
     # -- one round ---------------------------------------------------------------------
-    def _orders(self, rng: np.random.Generator, H: int) -> list[np.ndarray]:
+    def _orders(self, rng: np.random.Generator, H: int,
+                budget: int | None) -> list[np.ndarray]:
+        """Each shard's local order: H steps, or a share of ``budget`` steps in all
+        when that is fewer than K H (the first shards, which hold one block more,
+        take one step more)."""
+        steps = [H] * self.K
+        if budget is not None and budget < self.K * H:
+            base, extra = divmod(budget, self.K)
+            steps = [base + (k < extra) for k in range(self.K)]
         out = []
         for k, part in enumerate(self.parts):
-            m = part.shape[0]
+            m, h = part.shape[0], steps[k]
             if self.sampling == "uniform":
-                out.append(rng.integers(0, m, size=H).astype(np.intp))
+                out.append(rng.integers(0, m, size=h).astype(np.intp))
                 continue
             queue = self._perm[k]
-            while queue.shape[0] < H:
+            while queue.shape[0] < h:
                 nxt = rng.permutation(m) if self.sampling == "perm" else np.arange(m)
                 queue = np.concatenate([queue, nxt.astype(np.intp)])
-            out.append(queue[:H])
-            self._perm[k] = queue[H:]
+            out.append(queue[:h])
+            self._perm[k] = queue[h:]
         return out
 
     def round(self, rng: np.random.Generator, H: int | None = None,
-              t: float | None = None) -> int:
-        """One round of H local steps per shard; returns the oracle calls made.
+              t: float | None = None, budget: int | None = None) -> int:
+        """One round of H local steps per shard (at most ``budget`` in all); returns the
+        oracle calls made.
 
         ``t`` fixes the master's step instead of its line search (a test hook:
         with K = 1 and t = 1 a round is serial BCFW on the shard).
         """
         H = self.H if H is None else H
         start = time.perf_counter()
-        orders = self._orders(rng, H)
+        orders = self._orders(rng, H, budget)
         try:
             changes = self.backend.run(self.sigma, orders)
         except ShardLost as lost:
@@ -613,8 +622,7 @@ class ShardRounds:
         n, calls = self.oracle.n_blocks, 0
         try:
             while calls < n:
-                H = min(self.H, -(-(n - calls) // self.K))
-                calls += self.round(rng, H)
+                calls += self.round(rng, budget=n - calls)
                 if should_stop is not None and should_stop():
                     break
         finally:
