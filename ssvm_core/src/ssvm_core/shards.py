@@ -358,8 +358,8 @@ class DaskShards:
 
     parallel = True
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, worker_timeout: float = 60.0):
+        self.client, self.worker_timeout = client, float(worker_timeout)
         self.actors: list = []
 
     def _workers(self) -> list[str]:
@@ -369,7 +369,12 @@ class DaskShards:
         future = self.client.submit(Shard, *_shard_args(oracle, part, lam, box, state),
                                     actor=True, pure=False,
                                     workers=[workers[k % len(workers)]] if workers else None)
-        return future.result()
+        try:
+            return future.result(timeout=self.worker_timeout)
+        except TimeoutError:
+            future.cancel()
+            raise RuntimeError(f"no Dask worker took shard {k} within {self.worker_timeout:g} s "
+                               "(every worker lost?); the state holds the last pass") from None
 
     def start(self, oracle, parts, lam, box, state) -> None:
         workers = self._workers()
