@@ -62,10 +62,10 @@ similar corners, gave a = 134 and t = 0.15 in the first round at K = 512.)
 The round length H (local steps per shard) doubles while the measured round
 overhead (wall time of a round outside the oracle-and-step kernels: Python
 bookkeeping, the master, communication) exceeds 5% of the round and halves
-below 1.25%, up to
-n / (8 K): a round of K H steps is stale by up to K H - 1 steps for each
-shard's view of the others, and the measured per-pass efficiency stays near 1
-for rounds of n / 16 steps and falls towards 0.7 at n / 2 (``docs/scaling.md``).
+below 1.25%, up to n / (8 K): a shard's steps miss the (K - 1) H steps the
+others take in the same round, and the measured per-pass efficiency stays
+near 1 for rounds of K H = n / 16 steps and falls towards 0.7 at n / 2
+(``docs/scaling.md``).
 
 **State and recovery.**  The solver's ``SolverState`` is the checkpoint: the
 shards write their block states into it at the end of every pass (so
@@ -77,7 +77,7 @@ progress since it (kept by the master as the sparse changes it applied), so
 v = A alpha holds exactly afterwards and the dual loses only that shard's
 recent progress; the weighted average restarts there.
 
-Each round averaging weighs the round's iterate by its index (the iterate
+Weighted averaging weighs each round's iterate by its index (the iterate
 index k of ``SolverState`` counts rounds here).  Boxes are supported exactly.
 Refused: active sets (steps other than "fw", caching, ``n_samples > 1``),
 ``line_search=False``, gap sampling, batch FW and mini-batches, and compact
