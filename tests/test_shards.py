@@ -265,3 +265,15 @@ def test_bench_shards_script_measures_efficiency(tmp_path, capsys):
     script.main(["--n", "16", "--grid", "4", "--shards", "2", "--passes", "2", "--targets", "1",
                  "--serial-from", str(out)])
     assert "K=2 H=auto sigma=auto" in capsys.readouterr().out
+
+
+def test_an_approximate_oracle_makes_the_run_uncertified():
+    from ssvm_oracles import ApproximateOracle
+
+    oracle, _ = _chain(n=20)
+    approx = ApproximateOracle(oracle, 0.5, 2)
+    with pytest.warns(RuntimeWarning, match="approximate"):
+        result = solve(approx, 0.05, executor=ShardExecutor(3, round_steps=2), max_passes=2,
+                       tol=0, random_state=0)
+    assert not result.certified
+    _assert_v_is_sum(result.state)
