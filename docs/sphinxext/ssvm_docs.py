@@ -32,6 +32,8 @@ CITATIONS = {
     "Huang2017": Citation("Huang et al. (2017)", "ref-huang-2017"),
     "Branson2013": Citation("Branson et al. (2013)", "ref-branson-2013"),
     "Wang2016": Citation("Wang et al. (2016)", "ref-wang-2016"),
+    "Ma2015": Citation("Ma et al. (2015)", "ref-ma-2015"),
+    "LeeRoth2015": Citation("Lee & Roth (2015)", "ref-lee-roth-2015"),
     "YuJoachims2009": Citation("Yu & Joachims (2009)", "ref-yu-joachims-2009"),
 }
 

@@ -294,7 +294,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("executor", None, Anything(), 'None, "threads", distributed.Client or Executor', """
         Where a round's oracle calls (and batch FW's corners) run: None in
         this thread, "threads" in ``n_jobs`` threads, a Dask client on its
-        cluster (see ``ssvm_core.executors``).""", cli=False, path=False),
+        cluster (see ``ssvm_core.executors``).  A
+        ``ssvm_core.shards.ShardExecutor(K)`` runs the passes as shard rounds
+        instead: K shards take BCFW steps on their own blocks and the master
+        combines them by an exact line search.""", cli=False, path=False),
 )
 
 NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)

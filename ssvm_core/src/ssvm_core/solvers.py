@@ -22,6 +22,7 @@ from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
+from ssvm_core.shards import ShardExecutor
 from ssvm_core.state import SolverState
 from ssvm_core.validation import check_lam, resolve_box
 
@@ -138,18 +139,23 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    one_pass = functools.partial(
-        _one_pass, oracle, state, rng, pool, batch=batch, rounds=rounds,
-        active_sets=active_sets, batch_blocks=batch_blocks, sampling=sampling,
-        line_search=line_search, step=step, cache=cache, cache_factor=cache_factor,
-        cache_nu=cache_nu, n_samples=n_samples)
+    if isinstance(pool, ShardExecutor):
+        _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling)
+        one_pass = functools.partial(pool.start(oracle, state, sampling).one_pass, rng)
+    else:
+        one_pass = functools.partial(
+            _one_pass, oracle, state, rng, pool, batch=batch, rounds=rounds,
+            active_sets=active_sets, batch_blocks=batch_blocks, sampling=sampling,
+            line_search=line_search, step=step, cache=cache, cache_factor=cache_factor,
+            cache_nu=cache_nu, n_samples=n_samples)
     budgets = Budgets(max_passes, max_oracle_calls, time_budget)
     run = _FrankWolfeLoop(oracle, state, rng, budgets, one_pass, mode=mode, tol=tol,
                           gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
                           callback=callback, n_jobs=n_jobs, verbose=verbose,
                           pool=None if isinstance(pool, SerialExecutor) else pool)
     replaced_before = state.replaced_answers
-    with pool if pool is not executor else contextlib.nullcontext():
+    with pool if pool is not executor or isinstance(pool, ShardExecutor) else \
+            contextlib.nullcontext():
         status = run.run()
     if status == "workers lost":
         warnings.warn(f"{run.lost}: the run stopped with status 'workers lost'; the model "
@@ -175,6 +181,21 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                       ConvergenceWarning, stacklevel=2)
     return SolveResult(w=w, gap=gap, state=state, history=run.history, status=status,
                        certified=exact, iterate=run.iterate)
+
+
+def _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling) -> None:
+    """Refuse the options shard rounds do not take (``ssvm_core.shards``)."""
+    if batch or batch_blocks > 1:
+        raise ValueError("shard rounds (ShardExecutor) run BCFW on each shard: batch=True and "
+                         "batch_blocks > 1 do not apply")
+    if active_sets:
+        raise ValueError("shard rounds take plain FW block steps: step='fw', no cache, "
+                         "n_samples=1, and a state without active sets")
+    if not line_search:
+        raise ValueError("shard rounds need line_search=True (the master's step is an "
+                         "exact line search)")
+    if sampling == "gap":
+        raise ValueError("shard rounds sample 'uniform', 'perm' or 'seq', not 'gap'")
 
 
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
