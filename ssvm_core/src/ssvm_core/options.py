@@ -298,6 +298,22 @@ OPTIONS: tuple[Option, ...] = (
         ``ssvm_core.shards.ShardExecutor(K)`` runs the passes as shard rounds
         instead: K shards take BCFW steps on their own blocks and the master
         combines them by an exact line search.""", cli=False, path=False),
+    Option("pipeline_lag", None, Number(0, integer=True, none=True), "int, optional", """
+        Pipelined BCFW for expensive oracles (``ssvm_core.pipeline``): the
+        blocks are drawn as BCFW draws them and the oracle call for step j is
+        made at the iterate after step j - L, by whichever worker thread is
+        free (``executor="threads"`` with ``n_jobs`` threads, or ``n_jobs``
+        threads when ``executor`` is None); the steps are applied in draw
+        order with the exact line search at the current iterate.  The
+        iterates depend on L but not on timing or on the number of threads;
+        0 is serial BCFW; about twice the number of threads keeps them busy.
+        Plain FW steps with line search and "uniform", "perm" or "seq"
+        sampling only.  None: no pipeline.""", path=False,
+        cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
+                 "the iterate after step j - L by whichever of the --n-jobs threads is free, "
+                 "and the steps are applied in order with the exact line search; the "
+                 "iterates do not depend on the number of threads; 0 is plain BCFW, about "
+                 "twice the threads keeps them busy; none means no pipeline."),
 )
 
 NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)
