@@ -197,6 +197,13 @@ def test_options_the_pipeline_does_not_take_are_refused(options, match):
         solve(oracle, 0.05, **{"pipeline_lag": 2, **options})
 
 
+def test_a_state_with_active_sets_is_refused():
+    oracle, _ = _chain()
+    state = solve(oracle, 0.05, step="pairwise", max_passes=1, tol=0, random_state=0).state
+    with pytest.raises(ValueError, match="keeps active sets"):
+        solve(oracle, 0.05, state=state, pipeline_lag=2, max_passes=1)
+
+
 def test_time_budget_and_ctrl_c_stop_between_steps():
     oracle, box = _pose()
     state = _state(oracle, box)

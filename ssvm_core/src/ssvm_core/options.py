@@ -367,6 +367,25 @@ def _check_combination(o: dict[str, Any]) -> None:
                          "(line_search=False) is for FW steps")
     if o["n_samples"] > 1 and o["batch"]:
         raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
+    if o["pipeline_lag"] is not None:
+        _check_pipeline(o)
+
+
+def _check_pipeline(o: dict[str, Any]) -> None:
+    """The options pipelined BCFW (``pipeline_lag``) does not take."""
+    if o["batch"] or o["batch_blocks"] > 1:
+        raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
+                         "batch_blocks > 1 do not apply")
+    if needs_active_sets(o["step"], o["cache"], o["n_samples"]):
+        raise ValueError("pipeline_lag takes plain FW block steps: step='fw', no cache and "
+                         "n_samples=1")
+    if not o["line_search"]:
+        raise ValueError("pipeline_lag needs line_search=True (the exact line search at the "
+                         "current iterate is what makes stale answers safe)")
+    if o["sampling"] not in ORDER_SAMPLINGS:
+        raise ValueError(f"pipeline_lag samples one of {ORDER_SAMPLINGS}, not "
+                         f"{o['sampling']!r} (gap sampling draws from the gaps of steps not "
+                         "yet made)")
 
 
 def needs_active_sets(step: str, cache: bool, n_samples: int, state=None) -> bool:

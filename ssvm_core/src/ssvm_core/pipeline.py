@@ -46,34 +46,15 @@ from ssvm_core.options import ORDER_SAMPLINGS, sampling_order
 from ssvm_core.state import SolverState
 from ssvm_core.step_counts import StepCounts
 
-__all__ = ["Pipeline", "check_pipeline_options", "pipeline_workers"]
+__all__ = ["Pipeline", "check_pipeline_executor", "pipeline_workers"]
 
 
-def check_pipeline_options(lag, *, batch: bool, batch_blocks: int, active_sets: bool,
-                           line_search: bool, sampling: str, executor) -> None:
-    """Refuse the options a pipelined run does not take, with a one-line reason.
+def check_pipeline_executor(executor) -> None:
+    """Refuse an executor whose calls do not run in threads of this process.
 
-    Parameters
-    ----------
-    lag : int
-        ``pipeline_lag`` (validated by the options table: an integer >= 0).
-    batch, batch_blocks, active_sets, line_search, sampling :
-        The run's options (``active_sets``: whether the run keeps active sets).
-    executor : Executor
-        The resolved executor: serial or threads of this process.
+    The other options are checked with the options table
+    (``ssvm_core.options.validate``).
     """
-    if batch or batch_blocks > 1:
-        raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
-                         "batch_blocks > 1 do not apply")
-    if active_sets:
-        raise ValueError("pipeline_lag takes plain FW block steps: step='fw', no cache, "
-                         "n_samples=1, and a state without active sets")
-    if not line_search:
-        raise ValueError("pipeline_lag needs line_search=True (the exact line search at the "
-                         "current iterate is what makes stale answers safe)")
-    if sampling not in ORDER_SAMPLINGS:
-        raise ValueError(f"pipeline_lag samples one of {ORDER_SAMPLINGS}, not {sampling!r} "
-                         "(gap sampling draws from the gaps of steps not yet made)")
     if not isinstance(executor, (SerialExecutor, ThreadExecutor)):
         raise ValueError("pipeline_lag runs its oracle calls in threads of this process: "
                          "executor must be None, 'serial' or 'threads', got "
@@ -113,7 +94,9 @@ class Pipeline:
         if sampling not in ORDER_SAMPLINGS:
             raise ValueError(f"sampling must be one of {ORDER_SAMPLINGS}, got {sampling!r}")
         if state.atoms is not None:
-            raise ValueError("pipelined steps are plain FW steps; this state keeps active sets")
+            raise ValueError("pipeline_lag takes plain FW block steps, and this state keeps "
+                             "active sets (from away/pairwise steps or caching); start from a "
+                             "fresh state")
         self.oracle, self.state = oracle, state
         self.lag, self.sampling = int(lag), sampling
         self.n_workers = int(n_workers)

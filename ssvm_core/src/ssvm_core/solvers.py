@@ -22,7 +22,7 @@ from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
-from ssvm_core.pipeline import Pipeline, check_pipeline_options, pipeline_workers
+from ssvm_core.pipeline import Pipeline, check_pipeline_executor, pipeline_workers
 from ssvm_core.shards import ShardExecutor
 from ssvm_core.state import SolverState
 from ssvm_core.validation import check_lam, resolve_box
@@ -144,9 +144,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
     if pipeline_lag is not None:
-        check_pipeline_options(pipeline_lag, batch=batch, batch_blocks=batch_blocks,
-                               active_sets=active_sets, line_search=line_search,
-                               sampling=sampling, executor=pool)
+        check_pipeline_executor(pool)
         pipe = Pipeline(oracle, state, pipeline_lag, pipeline_workers(pool, n_jobs), sampling)
         one_pass = functools.partial(pipe.one_pass, rng)
     elif isinstance(pool, ShardExecutor):
