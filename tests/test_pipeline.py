@@ -226,3 +226,22 @@ def test_the_estimator_takes_pipeline_lag():
     b = FrankWolfeSSVM(model, pipeline_lag=2, n_jobs=3, **kw).fit(X, Y)
     np.testing.assert_array_equal(a.w_, b.w_)
     assert a.certified_ and a.get_params()["pipeline_lag"] == 2
+
+
+def test_bench_parallel_measures_pipelined_runs(tmp_path, capsys):
+    import csv
+
+    from strategies import load_bench_script
+
+    bench = load_bench_script("bench_parallel")
+    report = bench.main(["--problems", "pose", "--pose-images", "6", "--pose-grid", "5",
+                         "--executors", "serial", "--taus", "1", "--lags", "0", "2",
+                         "--passes", "2", "--check-every", "1", "--target-passes", "2",
+                         "--seeds", "0", "--csv", str(tmp_path / "p.csv")])
+    summary = report["summary"]
+    # L = 0 is serial BCFW: the same curve, so it reaches BCFW's gap in the same passes
+    assert summary["pose/pipeline/L=0/passes_to_bcfw_gap@2"] == 2
+    assert summary["pose/pipeline/L=2/speedup_vs_bcfw"] > 0
+    rows = list(csv.DictReader(open(tmp_path / "p.csv")))
+    assert sorted(r["lag"] for r in rows if r["executor"] == "pipeline") == ["0", "2"]
+    assert "pipeline L=2 on 2 threads" in capsys.readouterr().out
