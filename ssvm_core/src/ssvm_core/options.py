@@ -307,13 +307,24 @@ OPTIONS: tuple[Option, ...] = (
         order with the exact line search at the current iterate.  The
         iterates depend on L but not on timing or on the number of threads;
         0 is serial BCFW; about twice the number of threads keeps them busy.
-        Plain FW steps with line search and "uniform", "perm" or "seq"
-        sampling only.  None: no pipeline.""", path=False,
+        Every ``step``, ``cache`` (a step the cache is predicted to serve gets
+        no call) and ``n_samples``; line search and "uniform", "perm" or
+        "seq" sampling only.  None: no pipeline.""", path=False,
         cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
                  "the iterate after step j - L by whichever of the --n-jobs threads is free, "
                  "and the steps are applied in order with the exact line search; the "
                  "iterates do not depend on the number of threads; 0 is plain BCFW, about "
                  "twice the threads keeps them busy; none means no pipeline."),
+    Option("pipeline_cache_steps", 0, Number(0, integer=True), "int", """
+        c of pipelined BCFW with ``cache``: after each step from an oracle
+        answer the master makes c cache steps (no oracle call) on blocks whose
+        calls are not in flight, drawn uniformly, each made only when the
+        caching rule serves the block at the current iterate.  c is fixed, so
+        the iterates do not depend on timing; the steps overlap the calls in
+        flight.""", path=False,
+        cli_help="With --pipeline-lag and --cache: cache steps (no oracle call) the master "
+                 "makes after each step from an answer, on blocks whose calls are not in "
+                 "flight."),
 )
 
 NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)
@@ -369,6 +380,12 @@ def _check_combination(o: dict[str, Any]) -> None:
         raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
     if o["pipeline_lag"] is not None:
         _check_pipeline(o)
+    elif o["pipeline_cache_steps"]:
+        raise ValueError("pipeline_cache_steps needs pipeline_lag (they are the master's "
+                         "steps while pipelined calls are in flight)")
+    if o["pipeline_cache_steps"] and not o["cache"]:
+        raise ValueError("pipeline_cache_steps needs cache=True (they are steps toward "
+                         "cached labellings)")
 
 
 def _check_pipeline(o: dict[str, Any]) -> None:
@@ -376,9 +393,6 @@ def _check_pipeline(o: dict[str, Any]) -> None:
     if o["batch"] or o["batch_blocks"] > 1:
         raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
                          "batch_blocks > 1 do not apply")
-    if needs_active_sets(o["step"], o["cache"], o["n_samples"]):
-        raise ValueError("pipeline_lag takes plain FW block steps: step='fw', no cache and "
-                         "n_samples=1")
     if not o["line_search"]:
         raise ValueError("pipeline_lag needs line_search=True (the exact line search at the "
                          "current iterate is what makes stale answers safe)")

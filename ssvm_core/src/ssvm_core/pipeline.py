@@ -38,11 +38,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
-from ssvm_core import _fw
-from ssvm_core._batch import AnswerOracle, solve_blocks
+from ssvm_core import _active, _fw
+from ssvm_core._batch import AnswerOracle, Answers, predict_cache_hits, solve_blocks
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import SerialExecutor, ThreadExecutor
-from ssvm_core.options import ORDER_SAMPLINGS, sampling_order
+from ssvm_core.options import ORDER_SAMPLINGS, needs_active_sets, sampling_order
 from ssvm_core.state import SolverState
 from ssvm_core.step_counts import StepCounts
 
@@ -75,7 +75,8 @@ class Pipeline:
         The bound oracle (its calls run without the GIL in the workers; a
         Python oracle runs its calls in the master, with a warning).
     state : SolverState
-        Moved in place, step by step.
+        Moved in place, step by step (with ``state.atoms``, the steps are those
+        of ``_active.active_pass``).
     lag : int
         L >= 0: the call for step j is made at the iterate after step j - L.
     n_workers : int
@@ -83,22 +84,46 @@ class Pipeline:
         dispatched); the iterates do not depend on it.
     sampling : {"uniform", "perm", "seq"}, default "uniform"
         The block order, drawn as ``bcfw_pass`` draws it.
+    step, cache, cache_factor, cache_nu, n_samples :
+        As in ``ssvm_core.solve``; all but ``step="fw"`` without cache and with
+        ``n_samples=1`` need a state with active sets.  With ``cache``, a step
+        the caching rule is predicted to serve (``_batch.predict_cache_hits``,
+        at the iterate its call would be made at) gets no call; the kernel
+        decides at the current iterate, and a predicted hit that misses calls
+        the oracle in the master.
+    cache_steps : int, default 0
+        c, with ``cache``: after each step from an answer the master makes c
+        cache steps (no oracle call), each on a block drawn uniformly among
+        those whose steps are not yet applied but dispatched (j + 1 ... j + L
+        are excluded), when the caching rule serves it at the current iterate
+        (else that slot makes no step).  c is fixed, so the iterates still do
+        not depend on timing; the draws take one number from ``rng`` per pass.
     """
 
     def __init__(self, oracle: MaxOracle, state: SolverState, lag: int, n_workers: int,
-                 sampling: str = "uniform"):
+                 sampling: str = "uniform", *, step: str = "fw", cache: bool = False,
+                 cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
+                 cache_steps: int = 0):
         if int(lag) != lag or lag < 0:
             raise ValueError(f"pipeline_lag must be an integer >= 0, got {lag!r}")
         if int(n_workers) != n_workers or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}")
         if sampling not in ORDER_SAMPLINGS:
             raise ValueError(f"sampling must be one of {ORDER_SAMPLINGS}, got {sampling!r}")
-        if state.atoms is not None:
-            raise ValueError("pipeline_lag takes plain FW block steps, and this state keeps "
-                             "active sets (from away/pairwise steps or caching); start from a "
-                             "fresh state")
+        if int(cache_steps) != cache_steps or cache_steps < 0:
+            raise ValueError(f"pipeline_cache_steps must be an integer >= 0, "
+                             f"got {cache_steps!r}")
+        if cache_steps and not cache:
+            raise ValueError("pipeline_cache_steps needs cache=True (they are steps toward "
+                             "cached labellings)")
+        if state.atoms is None and needs_active_sets(step, cache, n_samples):
+            raise ValueError(f"step={step!r}, cache and n_samples > 1 need a state with "
+                             "active sets")
         self.oracle, self.state = oracle, state
         self.lag, self.sampling = int(lag), sampling
+        self.step, self.cache, self.n_samples = step, bool(cache), int(n_samples)
+        self.cache_factor, self.cache_nu = float(cache_factor), float(cache_nu)
+        self.cache_steps = int(cache_steps)
         self.n_workers = int(n_workers)
         if oracle.needs_gil and self.n_workers > 1:
             warnings.warn(f"{type(oracle).__name__} needs the GIL (a Python oracle): the "
@@ -109,36 +134,44 @@ class Pipeline:
 
     def one_pass(self, rng: np.random.Generator,
                  should_stop: Callable[[], bool] | None = None) -> int:
-        """n pipelined block steps; returns the oracle calls made.
+        """n pipelined block steps (and their cache steps); returns the oracle calls made.
 
         ``should_stop`` is asked after every step: True ends the pass there
         (the steps made are kept).
         """
-        state, lag = self.state, self.lag
+        state, lag, oracle = self.state, self.lag, self.oracle
         n = state.n_blocks
         order = sampling_order(rng, self.sampling, n)
+        draws = np.random.default_rng(rng.integers(2**63)) if self.cache_steps else None
+        none = Answers(*([np.zeros(0)] + [np.zeros(1)] * 2 + [np.zeros(0)] + [np.zeros(1)]
+                         + [np.zeros(0)] * 5))                            # no answers
         pending: list[Future | None] = [None] * n
         latest: dict[int, Future] = {}        # each block's last call
 
         def dispatch(j: int, w: np.ndarray) -> None:
             block = int(order[j])
+            if self.cache and self._cache_serves(block):
+                pending[j] = _done(none)
+                return
             pending[j] = self._submit(block, w, latest.get(block))
             latest[block] = pending[j]
 
         start = state.w.copy()
         for j in range(min(lag + 1, n)):
             dispatch(j, start)
-        applied = 0
+        calls = 0
         try:
             for j in range(n):
                 answers = pending[j].result()
                 pending[j] = None
-                replay = AnswerOracle(self.oracle, answers)
-                try:
-                    _fw.bcfw_pass(replay, state, order[j:j + 1], True)
-                finally:
-                    state.record_steps(StepCounts(replaced=answers.replaced))
-                applied += 1
+                calls += answers.blocks.shape[0]
+                calls += self._step(AnswerOracle(oracle, answers), order[j:j + 1],
+                                    answers.replaced)
+                for _ in range(self.cache_steps):
+                    block = self._cache_block(draws, order[j + 1:j + 1 + lag])
+                    if block >= 0:
+                        calls += self._step(AnswerOracle(oracle, none),
+                                            np.array([block], dtype=np.intp), 0)
                 if j + 1 + lag < n:
                     dispatch(j + 1 + lag, state.w.copy())
                 if should_stop is not None and should_stop():
@@ -149,34 +182,64 @@ class Pipeline:
             left = [f for f in reversed(pending) if f is not None]
             made = [f for f in left if not f.cancel()]
             wait(made)
-        return applied + len(made)
+        return calls + sum(f.result().blocks.shape[0] for f in made if f.exception() is None)
+
+    def _step(self, replay: AnswerOracle, blocks: np.ndarray, replaced: int) -> int:
+        """One block step from ``replay``; returns the calls it made in place."""
+        try:
+            if self.state.atoms is None:
+                _fw.bcfw_pass(replay, self.state, blocks, True)
+            else:
+                _active.active_pass(replay, self.state, blocks, step=self.step,
+                                    line_search=True, cache=self.cache,
+                                    cache_factor=self.cache_factor, cache_nu=self.cache_nu,
+                                    n_samples=self.n_samples)
+        finally:
+            self.state.record_steps(StepCounts(replaced=replaced))
+        return replay.fallbacks
+
+    def _cache_serves(self, block: int) -> bool:
+        """Whether the caching rule serves ``block`` at the current iterate."""
+        return bool(predict_cache_hits(self.state, np.array([block], dtype=np.intp),
+                                       self.cache_factor, self.cache_nu, self.oracle)[0])
+
+    def _cache_block(self, draws: np.random.Generator, scheduled: np.ndarray) -> int:
+        """A block for a master cache step: drawn among the blocks not in ``scheduled``,
+        or -1 when the cache does not serve it (or every block is scheduled)."""
+        n = self.state.n_blocks
+        free = np.setdiff1d(np.arange(n), scheduled, assume_unique=False)
+        if free.shape[0] == 0:
+            return -1
+        block = int(free[draws.integers(free.shape[0])])
+        return block if self._cache_serves(block) else -1
 
     def _submit(self, block: int, w: np.ndarray, earlier: Future | None) -> Future:
         """The call of ``block`` at ``w``, started once ``earlier`` (its block's last
         call) has returned."""
         blocks = np.array([block], dtype=np.intp)
+        call = (solve_blocks, self.oracle, w, blocks, self.n_samples)
         if self.n_workers == 1:
-            done: Future = Future()
             try:
-                done.set_result(solve_blocks(self.oracle, w, blocks))
+                return _done(call[0](*call[1:]))
             except BaseException as exc:
-                done.set_exception(exc)
-            return done
+                failed: Future = Future()
+                failed.set_exception(exc)
+                return failed
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.n_workers)
         if earlier is None or earlier.done():
-            return self._pool.submit(solve_blocks, self.oracle, w, blocks)
+            return self._pool.submit(*call)
         relay: Future = Future()
 
         def start(_: Future) -> None:
             if not relay.set_running_or_notify_cancel():     # cancelled by a stop
                 return
             try:
-                call = self._pool.submit(solve_blocks, self.oracle, w, blocks)
+                made = self._pool.submit(*call)
             except BaseException as exc:
                 relay.set_exception(exc)
                 return
-            call.add_done_callback(lambda f: _settle(relay, f))
+            made.add_done_callback(lambda f: _settle(relay, f))
 
         earlier.add_done_callback(start)
         return relay
@@ -192,6 +255,13 @@ class Pipeline:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _done(answers) -> Future:
+    """A future that already holds ``answers``."""
+    done: Future = Future()
+    done.set_result(answers)
+    return done
 
 
 def _settle(relay: Future, call: Future) -> None:

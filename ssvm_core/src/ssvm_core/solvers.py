@@ -83,7 +83,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
           batch_blocks: int = 1, executor=None,
-          pipeline_lag: int | None = None) -> SolveResult:
+          pipeline_lag: int | None = None, pipeline_cache_steps: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -145,7 +145,9 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         rng.bit_generator.state = state.rng_state
     if pipeline_lag is not None:
         check_pipeline_executor(pool)
-        pipe = Pipeline(oracle, state, pipeline_lag, pipeline_workers(pool, n_jobs), sampling)
+        pipe = Pipeline(oracle, state, pipeline_lag, pipeline_workers(pool, n_jobs), sampling,
+                        step=step, cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
+                        n_samples=n_samples, cache_steps=pipeline_cache_steps)
         one_pass = functools.partial(pipe.one_pass, rng)
     elif isinstance(pool, ShardExecutor):
         _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling)
@@ -421,7 +423,7 @@ class FrankWolfeSSVM(BaseSSVM):
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
     time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
-    verbose, batch_blocks, executor, pipeline_lag :
+    verbose, batch_blocks, executor, pipeline_lag, pipeline_cache_steps :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
     box : "auto", "model", (lower, upper) or None, default "auto"
@@ -463,7 +465,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
                  warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
-                 batch_blocks: int = 1, executor=None, pipeline_lag: int | None = None):
+                 batch_blocks: int = 1, executor=None, pipeline_lag: int | None = None,
+                 pipeline_cache_steps: int = 0):
         self.model = model
         self.lam = lam
         self.C = C
@@ -493,6 +496,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.batch_blocks = batch_blocks
         self.executor = executor
         self.pipeline_lag = pipeline_lag
+        self.pipeline_cache_steps = pipeline_cache_steps
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
