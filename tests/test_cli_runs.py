@@ -132,6 +132,8 @@ def _resume_file_of_another_run(workdir):
     (["--pipeline-lag", "2", "--sampling", "gap"], "pipeline_lag samples one of"),
     (["--pipeline-lag", "2", "--dask-local", "1"], "--pipeline-lag runs its oracle calls"),
     (["--solver", "ssg", "--pipeline-lag", "2"], "--solver ssg does not take --pipeline-lag"),
+    (["--pipeline-cache-steps", "2"], "pipeline_cache_steps needs pipeline_lag"),
+    (["--pipeline-lag", "2", "--pipeline-cache-steps", "2"], "needs cache=True"),
     (["--resume", "missing.npz"], "missing.npz"),
 ])
 def test_bad_train_options_fail_before_the_data_and_leave_nothing(workdir, capsys, no_data,

@@ -292,3 +292,8 @@ def test_bench_parallel_measures_pipelined_runs(tmp_path, capsys):
     rows = list(csv.DictReader(open(tmp_path / "p.csv")))
     assert sorted(r["lag"] for r in rows if r["executor"] == "pipeline") == ["0", "2"]
     assert "pipeline L=2 on 2 threads" in capsys.readouterr().out
+    cached = bench.main(["--problems", "pose", "--pose-images", "6", "--pose-grid", "5",
+                         "--executors", "serial", "--taus", "1", "--lags", "2", "--passes", "2",
+                         "--check-every", "1", "--target-passes", "1", "--seeds", "0",
+                         "--pipeline-cache-steps", "1", "--pipeline-step", "pairwise"])
+    assert cached["summary"]["pose/pipeline/L=2/speedup_vs_bcfw"] > 0

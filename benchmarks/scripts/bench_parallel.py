@@ -39,6 +39,8 @@ without it, and the report says so).  For each problem:
   the pipelined run needs to reach the gap serial BCFW (tau = 1) reaches in
   ``--target-passes`` passes (at the resolution of ``--check-every``).  Pipelined
   iterates do not depend on the number of threads (``tests/test_pipeline.py``).
+  ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
+  steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
 
 Writes a CSV (one row per measurement), a PNG (time per pass against tau;
 median gap against passes) and, with ``--json``, the report with the
@@ -177,14 +179,30 @@ def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState)
     return best
 
 
-def _time_pipeline(prob: dict, lag: int, workers: int, passes: int,
-                   warm: SolverState) -> dict:
-    """Median wall seconds of a pipelined pass (lag ``lag``, ``workers`` threads) from
-    copies of ``warm``; ``cpu_s`` as in ``_time_passes``."""
-    rows = []
-    for k in range(passes):
+def _pipeline_options(args) -> dict:
+    """The solver options of the pipelined runs (besides the lag and the threads)."""
+    if not args.pipeline_cache_steps:
+        return {}
+    return {"step": args.pipeline_step, "cache": True,
+            "pipeline_cache_steps": args.pipeline_cache_steps}
+
+
+def _time_pipeline(prob: dict, lag: int, args, warm: SolverState) -> dict:
+    """Median wall seconds of a pipelined pass (lag ``lag``, ``--workers`` threads) from
+    copies of ``warm`` (with caching, of a state warmed by one pass with caching, which
+    keeps active sets); ``cpu_s`` as in ``_time_passes``."""
+    rows, options = [], _pipeline_options(args)
+    kw = {}
+    if options:
+        kw = {"step": options["step"], "cache": True,
+              "cache_steps": options["pipeline_cache_steps"]}
+        warm = solve(prob["oracle"], prob["lam"], box=prob["box"], step=options["step"],
+                     cache=True, max_passes=1, tol=0, gap_check_every=1,
+                     random_state=0).state
+    for k in range(args.timing_passes):
+        state = warm.copy()
         cpu, start = time.process_time(), time.perf_counter()
-        with Pipeline(prob["oracle"], warm.copy(), lag, workers) as pipe:
+        with Pipeline(prob["oracle"], state, lag, args.workers, **kw) as pipe:
             pipe.one_pass(np.random.default_rng(100 + k))
         rows.append({"pass_s": time.perf_counter() - start,
                      "cpu_s": time.process_time() - cpu})
@@ -270,6 +288,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--target-passes", type=int, default=10,
                         help="pipelined runs: reach the gap serial BCFW reaches in these "
                         "passes (a multiple of --check-every)")
+    parser.add_argument("--pipeline-cache-steps", type=int, default=0, metavar="C",
+                        help="pipelined runs with caching and C master cache steps per answer")
+    parser.add_argument("--pipeline-step", default="fw",
+                        help="block step of the pipelined runs with caching")
     parser.add_argument("--w-bytes", type=int, default=0, metavar="ROUNDS",
                         help="measure the bytes of w per round over ROUNDS rounds on Dask "
                         "(whole w against its changes) instead of timings and curves")
@@ -318,7 +340,7 @@ def main(argv: list[str] | None = None) -> dict:
                     line += f"  {ename} {row['pass_s']:.3f}s (cpu {row['cpu_s']:.3f})"
                 print(line + "  (s per pass)")
             for lag in args.lags:
-                row = _time_pipeline(prob, lag, args.workers, args.timing_passes, warm)
+                row = _time_pipeline(prob, lag, args, warm)
                 row.update(problem=pname, executor="pipeline", lag=lag, kind="time")
                 timing_rows.append(row)
                 print(f"  pipeline L={lag} on {args.workers} threads: {row['pass_s']:.3f}s "
@@ -345,7 +367,8 @@ def main(argv: list[str] | None = None) -> dict:
                 finals = []
                 for seed in seeds:
                     res = solve(oracle, prob["lam"], box=prob["box"], pipeline_lag=lag,
-                                n_jobs=args.workers, max_passes=args.passes,
+                                n_jobs=args.workers, **_pipeline_options(args),
+                                max_passes=args.passes,
                                 gap_check_every=args.check_every, tol=0, random_state=seed)
                     curve_rows.extend({"problem": pname, "lag": lag, "seed": seed,
                                        "kind": "gap", "pass": rec["pass"], "gap": rec["gap"],

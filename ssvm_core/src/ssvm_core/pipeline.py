@@ -16,6 +16,15 @@ dispatched by the master, at a point of the run fixed by ``L``, with a copy
 of that iterate: the iterates do not depend on timing or on the number of
 workers for a given ``L``.  ``L = 0`` is serial BCFW.
 
+Active-set steps, ``n_samples`` and caching go through ``_active.active_pass``
+as in mini-batch rounds: with caching, a step the caching rule is predicted to
+serve (at the iterate its call would be made at) gets no call, and a predicted
+hit that misses at the current iterate calls the oracle in the master.  With
+``cache_steps = c`` the master also makes c cache steps (no oracle call) after
+each step from an answer, on blocks whose calls are not in flight: work that
+overlaps the calls, in a number fixed in advance so that the iterates still
+do not depend on timing.
+
 A block drawn again while its earlier call is still in flight gets a call
 of its own, made at the iterate fixed by its own step (j - L), but only once
 the earlier call of that block has returned: no two calls of one block run
