@@ -306,15 +306,18 @@ OPTIONS: tuple[Option, ...] = (
         threads when ``executor`` is None); the steps are applied in draw
         order with the exact line search at the current iterate.  The
         iterates depend on L but not on timing or on the number of threads;
-        0 is serial BCFW; about twice the number of threads keeps them busy.
+        0 is serial BCFW.  L + 1 calls are in flight, so L = W - 1 keeps W
+        threads busy and L = W leaves one call of slack for uneven calls;
+        every answer is L steps stale, which costs passes (``docs/scaling.md``).
         Every ``step``, ``cache`` (a step the cache is predicted to serve gets
         no call) and ``n_samples``; line search and "uniform", "perm" or
         "seq" sampling only.  None: no pipeline.""", path=False,
         cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
                  "the iterate after step j - L by whichever of the --n-jobs threads is free, "
                  "and the steps are applied in order with the exact line search; the "
-                 "iterates do not depend on the number of threads; 0 is plain BCFW, about "
-                 "twice the threads keeps them busy; none means no pipeline."),
+                 "iterates do not depend on the number of threads; 0 is plain BCFW, L + 1 calls "
+                 "are in flight (L = --n-jobs is a good start; a larger L makes answers "
+                 "staler); none means no pipeline."),
     Option("pipeline_cache_steps", 0, Number(0, integer=True), "int", """
         c of pipelined BCFW with ``cache``: after each step from an oracle
         answer the master makes c cache steps (no oracle call) on blocks whose

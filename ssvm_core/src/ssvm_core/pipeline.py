@@ -33,10 +33,12 @@ depend on which of the two finished first.
 
 Each pass fills the pipeline at its start and drains it at its end (the
 gap checks between passes see a settled state), so up to ``L + 1`` calls are
-in flight; ``L`` about twice the number of workers keeps them busy when
-call costs vary.  Ctrl-C and a spent time budget end the pass after the
-current step: calls not yet started are cancelled, running ones are waited
-for (and counted), their answers dropped.
+in flight: ``L = W - 1`` keeps W workers busy, ``L = W`` leaves one call of
+slack for uneven calls.  Each answer is L steps stale, which costs passes
+(as a mini-batch of about 2L + 1 blocks does: ``docs/scaling.md``).  Ctrl-C
+and a spent time budget end the pass after the current step: calls not yet
+started are cancelled, running ones are waited for (and counted), their
+answers dropped.
 """
 
 from __future__ import annotations
