@@ -149,6 +149,25 @@ def test_a_block_in_flight_is_called_again_only_after_its_earlier_call(monkeypat
     np.testing.assert_array_equal(threaded.v, inline.v)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failing_call_raises_and_keeps_the_steps_made(monkeypatch, workers):
+    oracle, box = _chain(n=12)
+    bad = sampling_order(np.random.default_rng(0), "perm", 12)[6]     # step 6's block
+
+    def failing(o, w, blocks, n_samples=1):
+        if blocks[0] == bad:
+            raise RuntimeError("oracle failed")
+        return solve_blocks(o, w, blocks, n_samples)
+
+    monkeypatch.setattr(pipeline_module, "solve_blocks", failing)
+    state = _state(oracle, box)
+    with Pipeline(oracle, state, 2, workers, "perm") as pipe, \
+            pytest.raises(RuntimeError, match="oracle failed"):
+        pipe.one_pass(np.random.default_rng(0))
+    assert state.n_steps == 6                  # the steps before the failed call
+    _assert_v_is_sum(state)
+
+
 def test_an_oracle_with_per_block_memory_follows_the_draw_order():
     """ApproximateOracle remembers each block's earlier answers: its calls of one block
     run in draw order, so the iterates still do not depend on the threads."""
