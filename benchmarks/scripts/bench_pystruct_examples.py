@@ -1,0 +1,310 @@
+#!/usr/bin/env python
+"""pystruct 0.3.2's examples run twice: under pystruct itself and under ``ssvm.compat.pystruct``.
+
+For each example of pystruct's sdist (``tests/pystruct_upstream.py`` fetches and caches it; the
+examples the conformance test leaves out, ``NOT_RUN`` of
+``tests/test_pystruct_examples_upstream.py``, are listed with its reason) this script runs, one
+after the other so that both see the same machine load:
+
+1. the unchanged example under ``--pystruct-python`` (a Python with pystruct 0.3.2 installed);
+2. the example with only its imports rewritten (``pystruct_upstream.rewrite_source``) under this
+   Python, i.e. on ``ssvm.compat.pystruct``.
+
+Each run is a fresh process in a scratch folder holding a copy of every example (some import
+their siblings), with matplotlib on Agg, ``plt.show`` a no-op, numpy's global generator seeded
+with 0 and ``pystruct_upstream.legacy_shims`` in force. The script records each run's printed
+``label: value`` scores, the fit times the examples print (``(took X seconds)``), its wall time
+(from the start of the example to its end, imports included, interpreter start-up excluded)
+and how it ended, and prints a markdown table: example, what, pystruct, ours, time ratio
+ours / pystruct. The load average before and after is printed with it: on a shared machine
+the ratios are indicative only.
+
+Building pystruct 0.3.2 (Python 3.11; nothing of it belongs in this repository)::
+
+    python3.11 -m venv /tmp/pystruct-venv
+    /tmp/pystruct-venv/bin/pip install "numpy==1.23.5" "scipy==1.10.1" "scikit-learn==1.2.2" \\
+        "matplotlib==3.7.5" cvxopt joblib "Cython<3" "setuptools<58" wheel
+    # sklearn >= 0.23 has no sklearn.externals.joblib, which pystruct 0.3.2 imports:
+    SK=$(/tmp/pystruct-venv/bin/python -c "import sklearn, os; print(os.path.dirname(
+        sklearn.__file__))")/externals/joblib
+    mkdir -p $SK && printf 'from joblib import *\\nfrom joblib import cpu_count\\n' \\
+        > $SK/__init__.py
+    # the sdist's C files were made by Cython 0.21 and do not compile on Python 3.11, and it
+    # ships no .pyx: take them from pystruct's git repository (they match the C files' embedded
+    # source, up to xrange -> range) and regenerate the C with Cython 0.29
+    mkdir /tmp/pystruct-build && tar xzf ~/.cache/ssvm/pystruct/pystruct-0.3.2.tar.gz \\
+        -C /tmp/pystruct-build && cd /tmp/pystruct-build/pystruct-0.3.2
+    git -C <pystruct clone> show 957193a:src/utils.pyx > src/utils.pyx
+    git -C <pystruct clone> show 957193a:pystruct/inference/_viterbi.pyx \\
+        > pystruct/inference/_viterbi.pyx
+    /tmp/pystruct-venv/bin/cython -3 src/utils.pyx -o src/utils.c
+    /tmp/pystruct-venv/bin/cython -3 pystruct/inference/_viterbi.pyx \\
+        -o pystruct/inference/_viterbi.c
+    /tmp/pystruct-venv/bin/pip install --no-deps --no-build-isolation .
+
+pystruct's optional packages (ad3, pyqpbo, opengm) have no wheels for Python 3.11, so pystruct
+runs there with ``get_installed() == ['max-product', 'lp']``: its CRFs' default inference is
+max-product (loopy belief propagation on loopy graphs) where it would be AD3 with ad3 installed.
+
+Usage (from the repository root)::
+
+    SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_pystruct_examples.py \\
+        --pystruct-python /tmp/pystruct-venv/bin/python --json /tmp/examples.json
+    python benchmarks/scripts/bench_pystruct_examples.py --pystruct-python \\
+        /tmp/pystruct-venv/bin/python --examples plot_binary_svm.py svm_as_crf.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[2] / "tests"
+#: the two sides of the comparison, in the order they run
+FLAVOURS = ("pystruct", "ours")
+#: seconds after which a run is stopped
+TIMEOUT = 1800
+#: a printed score: "label: value" (a number, possibly followed by text)
+VALUE_LINE = re.compile(r"^\s*(?P<label>[^:\n]*[A-Za-z][^:\n]*):\s*(?P<value>-?\d+(?:\.\d*)?)"
+                        r"(?:\s*\(took (?P<took>[0-9.]+) seconds\))?", re.MULTILINE)
+#: a header line introducing the scores under it ("Score with latent SVM:")
+HEADER_LINE = re.compile(r"^\s*(?P<header>[^:\n]*[A-Za-z][^:\n]*):\s*$")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pystruct-python", required=False,
+                        help="path of a Python interpreter with pystruct 0.3.2 installed")
+    parser.add_argument("--examples", nargs="+", default=None,
+                        help="example file names (default: every example the conformance "
+                             "test runs)")
+    parser.add_argument("--flavours", nargs="+", choices=FLAVOURS, default=list(FLAVOURS),
+                        help="which sides to run (default: both)")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT,
+                        help=f"seconds before a run is stopped (default {TIMEOUT})")
+    parser.add_argument("--json", default=None, help="write the raw results to this file")
+    parser.add_argument("--output", default=None, help="write the markdown table to this file")
+    parser.add_argument("--child", nargs=3, metavar=("FLAVOUR", "EXAMPLE", "RESULT"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child is None and "pystruct" in args.flavours and not args.pystruct_python:
+        parser.error("--pystruct-python is required to run the pystruct side")
+    return args
+
+
+# -- one run, in a fresh process ----------------------------------------------------------------
+
+def run_child(flavour: str, example: str, result_path: str) -> None:
+    """Run `example` in the current folder (its copies are there) and write how it went."""
+    sys.path.insert(0, str(TESTS))
+    import matplotlib
+    import pystruct_upstream
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.show = lambda *args, **kwargs: None
+    sys.path.insert(0, os.getcwd())
+    outcome = {"flavour": flavour, "example": example, "error": None}
+    # run as a script (what runpy.run_path does) in a namespace kept when it fails, so that
+    # the learners it made can be read afterwards
+    namespace = {"__name__": "__main__", "__file__": os.path.abspath(example)}
+    start = time.perf_counter()
+    try:
+        code = compile(Path(example).read_text(encoding="utf-8"), example, "exec")
+        with pystruct_upstream.legacy_shims(), pystruct_upstream.seeded_global_random(0):
+            exec(code, namespace)  # noqa: S102 (the example script itself)
+    except BaseException as err:  # noqa: BLE001 (every ending is recorded, then reported)
+        outcome["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+    outcome["seconds"] = time.perf_counter() - start
+    outcome["latent"] = latent_rounds(namespace)
+    sys.stdout.flush()
+    Path(result_path).write_text(json.dumps(outcome))
+
+
+def latent_rounds(namespace: dict) -> dict[str, dict]:
+    """For each fitted latent learner of the example's namespace (``inner_gaps_``, ours), its
+    CCCP rounds: the inner duality gap in pystruct's scale and divided by C n (the scale of the
+    cutting-plane learners' ``tol``), the inner learner's ``tol`` and whether its oracle is
+    exact (a gap is then a certificate)."""
+    found = {}
+    for name, value in namespace.items():
+        gaps = getattr(value, "inner_gaps_", None)
+        base = getattr(value, "base_ssvm", None)
+        if gaps is None or base is None or not hasattr(base, "lam_"):
+            continue
+        found[name] = {"learner": type(base).__name__, "tol": float(base.tol),
+                       "exact": bool(getattr(base, "exact_", False)),
+                       "gaps": [None if g is None else float(g) for g in gaps],
+                       "gaps_over_Cn": [None if g is None else float(g) * base.lam_
+                                        for g in gaps],
+                       "changes": [int(c) for c in getattr(value, "changes_", [])]}
+    return found
+
+
+def copy_examples(source: Path, workdir: Path, rewrite: bool) -> None:
+    """Put every example of `source` into `workdir`, import-rewritten when `rewrite`."""
+    import pystruct_upstream
+
+    for path in source.glob("*.py"):
+        if rewrite:
+            pystruct_upstream.write_rewritten(path, workdir / path.name)
+        else:
+            shutil.copy(path, workdir / path.name)
+
+
+def run_one(flavour: str, example: str, python: str, source: Path, timeout: float) -> dict:
+    """Run `example` on `flavour` in a fresh process and scratch folder; what it printed."""
+    with tempfile.TemporaryDirectory(prefix=f"pystruct-{flavour}-") as scratch:
+        workdir = Path(scratch)
+        copy_examples(source, workdir, rewrite=flavour == "ours")
+        result = workdir / "result.json"
+        env = dict(os.environ, MPLBACKEND="Agg")
+        if flavour == "pystruct":
+            env.pop("PYTHONPATH", None)  # no ssvm sources on pystruct's side
+        command = [python, str(Path(__file__).resolve()), "--child", flavour, example,
+                   str(result)]
+        start = time.perf_counter()
+        try:
+            done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
+                                  timeout=timeout)
+            printed, errors = done.stdout, done.stderr
+            outcome = (json.loads(result.read_text()) if result.exists() else
+                       {"error": f"exit {done.returncode}: {errors.strip().splitlines()[-1:]}",
+                        "seconds": None})
+        except subprocess.TimeoutExpired as err:
+            printed = err.stdout.decode() if isinstance(err.stdout, bytes) else err.stdout or ""
+            errors = ""
+            outcome = {"error": f"stopped after {timeout:.0f} s", "seconds": None}
+        outcome.update(flavour=flavour, example=example, stdout=printed,
+                       stderr_tail=errors[-2000:], process_seconds=time.perf_counter() - start,
+                       scores=parse_scores(printed))
+    return outcome
+
+
+def parse_scores(printed: str) -> dict[str, dict]:
+    """Printed ``label: value`` lines -> {label: {"value": v, "took": seconds or None}}.
+
+    A label printed under a header line ("Score with latent SVM:" then "Test: 0.95") is
+    prefixed with the header; a label printed again gets a ``#2`` suffix.
+    """
+    scores: dict[str, dict] = {}
+    header = ""
+    for line in printed.splitlines():
+        top = HEADER_LINE.match(line)
+        if top:
+            header = top["header"].strip()
+            continue
+        match = VALUE_LINE.match(line)
+        if match is None:
+            continue
+        label = match["label"].strip()
+        if header and not re.search(r"[Ss]core|accuracy", label):
+            label = f"{header} {label}"
+        key, n = label, 1
+        while key in scores:
+            n += 1
+            key = f"{label} #{n}"
+        scores[key] = {"value": float(match["value"].rstrip(".")),
+                       "took": float(match["took"]) if match["took"] else None}
+    return scores
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _ratio(ours: float | None, theirs: float | None) -> str:
+    return "-" if not ours or not theirs else f"{ours / theirs:.2f}"
+
+
+def markdown_table(results: dict[str, dict[str, dict]], not_run: dict[str, str]) -> str:
+    """The comparison as a markdown table: one row per example (wall time), one per score."""
+    lines = ["| example | what | pystruct | ours | time pystruct (s) | time ours (s) | "
+             "ours / pystruct |",
+             "|---|---|---|---|---|---|---|"]
+    for example, runs in results.items():
+        theirs, ours = runs.get("pystruct", {}), runs.get("ours", {})
+        ending = {flavour: ("ran" if not run.get("error") else run["error"])
+                  for flavour, run in runs.items()}
+        lines.append(f"| {example} | wall time, ending | {ending.get('pystruct', 'not run')} | "
+                     f"{ending.get('ours', 'not run')} | {_seconds(theirs.get('seconds'))} | "
+                     f"{_seconds(ours.get('seconds'))} | "
+                     f"{_ratio(ours.get('seconds'), theirs.get('seconds'))} |")
+        labels = list(theirs.get("scores", {}))
+        labels += [label for label in ours.get("scores", {}) if label not in labels]
+        for label in labels:
+            a = theirs.get("scores", {}).get(label, {})
+            b = ours.get("scores", {}).get(label, {})
+            lines.append(f"| | {label} | {a.get('value', '-')} | {b.get('value', '-')} | "
+                         f"{_seconds(a.get('took'))} | {_seconds(b.get('took'))} | "
+                         f"{_ratio(b.get('took'), a.get('took'))} |")
+        for name, rounds in ours.get("latent", {}).items():
+            gaps = ", ".join("-" if g is None else f"{g:.2g}" for g in rounds["gaps_over_Cn"])
+            lines.append(f"| | CCCP ``{name}``: inner gaps / C n ({rounds['learner']}, "
+                         f"tol {rounds['tol']:g}, {'exact' if rounds['exact'] else 'inexact'} "
+                         f"oracle) | | {gaps} | | | |")
+    for example, reason in not_run.items():
+        lines.append(f"| {example} | not run | {reason} | | | | |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        run_child(*args.child)
+        return 0
+    sys.path.insert(0, str(TESTS))
+    import test_pystruct_examples_upstream as conformance
+    from _report import print_header
+
+    command, machine = print_header("benchmarks/scripts/bench_pystruct_examples.py", argv)
+    source = conformance.ROOT / "examples"
+    examples = args.examples or list(conformance.EXAMPLES)
+    pythons = {"pystruct": args.pystruct_python, "ours": sys.executable}
+    load_before = os.getloadavg()
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}",
+          flush=True)
+    results: dict[str, dict[str, dict]] = {}
+    for example in examples:
+        results[example] = {}
+        for flavour in args.flavours:
+            run = run_one(flavour, example, pythons[flavour], source, args.timeout)
+            results[example][flavour] = run
+            print(f"{example} [{flavour}]: {_seconds(run['seconds'])} s, "
+                  f"{run['error'] or 'ran'}; " +
+                  ", ".join(f"{k}={v['value']}" for k, v in run["scores"].items()), flush=True)
+    load_after = os.getloadavg()
+    not_run = {} if args.examples else dict(conformance.NOT_RUN)
+    table = markdown_table(results, not_run)
+    summary = (f"load average before {load_before[0]:.2f} / {load_before[1]:.2f} / "
+               f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / "
+               f"{load_after[2]:.2f} (1 / 5 / 15 min); {machine['nproc']} cores, "
+               f"{machine['cpu_model']}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print()
+    print(table)
+    print()
+    print(summary)
+    if args.output:
+        Path(args.output).write_text(table + "\n\n" + summary + "\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"command": command, "machine": machine,
+                                               "load_before": load_before,
+                                               "load_after": load_after,
+                                               "results": results}, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
