@@ -75,6 +75,8 @@ TIMEOUT = 1800
 #: a printed score: "label: value" (a number, possibly followed by text)
 VALUE_LINE = re.compile(r"^\s*(?P<label>[^:\n]*[A-Za-z][^:\n]*):\s*(?P<value>-?\d+(?:\.\d*)?)"
                         r"(?:\s*\(took (?P<took>[0-9.]+) seconds\))?", re.MULTILINE)
+#: what makes a printed value a score
+SCORE_WORD = re.compile(r"score|accuracy", re.IGNORECASE)
 #: a header line introducing the scores under it ("Score with latent SVM:")
 HEADER_LINE = re.compile(r"^\s*(?P<header>[^:\n]*[A-Za-z][^:\n]*):\s*$")
 
@@ -92,10 +94,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help=f"seconds before a run is stopped (default {TIMEOUT})")
     parser.add_argument("--json", default=None, help="write the raw results to this file")
     parser.add_argument("--output", default=None, help="write the markdown table to this file")
+    parser.add_argument("--from-json", nargs="+", default=None, metavar="PATH",
+                        help="print the table of the raw results of earlier runs (their "
+                             "--json files, merged in order: a later file's example replaces "
+                             "an earlier one's) without running anything")
     parser.add_argument("--child", nargs=3, metavar=("FLAVOUR", "EXAMPLE", "RESULT"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child is None and "pystruct" in args.flavours and not args.pystruct_python:
+    if (args.child is None and args.from_json is None and "pystruct" in args.flavours
+            and not args.pystruct_python):
         parser.error("--pystruct-python is required to run the pystruct side")
     return args
 
@@ -191,10 +198,11 @@ def run_one(flavour: str, example: str, python: str, source: Path, timeout: floa
 
 
 def parse_scores(printed: str) -> dict[str, dict]:
-    """Printed ``label: value`` lines -> {label: {"value": v, "took": seconds or None}}.
+    """Printed scores -> {label: {"value": v, "took": seconds or None}}.
 
-    A label printed under a header line ("Score with latent SVM:" then "Test: 0.95") is
-    prefixed with the header; a label printed again gets a ``#2`` suffix.
+    A score is a ``label: value`` line whose label names a score or an accuracy; a label
+    printed in the lines right under a header line ("Score with latent SVM:" then
+    "Test: 0.95") is prefixed with the header; a label printed again gets a ``#2`` suffix.
     """
     scores: dict[str, dict] = {}
     header = ""
@@ -205,10 +213,13 @@ def parse_scores(printed: str) -> dict[str, dict]:
             continue
         match = VALUE_LINE.match(line)
         if match is None:
+            header = ""  # a header covers the value lines right under it
             continue
         label = match["label"].strip()
-        if header and not re.search(r"[Ss]core|accuracy", label):
+        if header and not SCORE_WORD.search(label):
             label = f"{header} {label}"
+        if not SCORE_WORD.search(label):
+            continue  # a learner's progress output (pystruct's verbose learners print a lot)
         key, n = label, 1
         while key in scores:
             n += 1
@@ -259,12 +270,17 @@ def markdown_table(results: dict[str, dict[str, dict]], not_run: dict[str, str])
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.child:
-        run_child(*args.child)
-        return 0
-    sys.path.insert(0, str(TESTS))
+def summary_line(report: dict) -> str:
+    """Machine, load and date of a run, to print under its table."""
+    before, after, machine = report["load_before"], report["load_after"], report["machine"]
+    return (f"load average before {before[0]:.2f} / {before[1]:.2f} / {before[2]:.2f}, after "
+            f"{after[0]:.2f} / {after[1]:.2f} / {after[2]:.2f} (1 / 5 / 15 min); "
+            f"{machine['nproc']} cores, {machine['cpu_model']}; {report['date']}")
+
+
+def run_all(args: argparse.Namespace, argv: list[str] | None) -> dict:
+    """Run the examples, both sides interleaved; the raw report (written after each example
+    to ``--json`` when given, so an interrupted run keeps what it measured)."""
     import test_pystruct_examples_upstream as conformance
     from _report import print_header
 
@@ -272,36 +288,58 @@ def main(argv: list[str] | None = None) -> int:
     source = conformance.ROOT / "examples"
     examples = args.examples or list(conformance.EXAMPLES)
     pythons = {"pystruct": args.pystruct_python, "ours": sys.executable}
-    load_before = os.getloadavg()
-    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}",
-          flush=True)
-    results: dict[str, dict[str, dict]] = {}
+    report = {"command": command, "machine": machine, "load_before": os.getloadavg(),
+              "not_run": {} if args.examples else dict(conformance.NOT_RUN), "results": {}}
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*report["load_before"]), flush=True)
     for example in examples:
-        results[example] = {}
+        report["results"][example] = {}
         for flavour in args.flavours:
             run = run_one(flavour, example, pythons[flavour], source, args.timeout)
-            results[example][flavour] = run
+            report["results"][example][flavour] = run
             print(f"{example} [{flavour}]: {_seconds(run['seconds'])} s, "
                   f"{run['error'] or 'ran'}; " +
                   ", ".join(f"{k}={v['value']}" for k, v in run["scores"].items()), flush=True)
-    load_after = os.getloadavg()
-    not_run = {} if args.examples else dict(conformance.NOT_RUN)
-    table = markdown_table(results, not_run)
-    summary = (f"load average before {load_before[0]:.2f} / {load_before[1]:.2f} / "
-               f"{load_before[2]:.2f}, after {load_after[0]:.2f} / {load_after[1]:.2f} / "
-               f"{load_after[2]:.2f} (1 / 5 / 15 min); {machine['nproc']} cores, "
-               f"{machine['cpu_model']}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+        report["load_after"] = os.getloadavg()
+        report["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def merge_reports(reports: list[dict]) -> dict:
+    """One report from several runs' reports: their results in order (a later run of an
+    example replaces an earlier one), scores parsed again, the widest load range."""
+    merged = dict(reports[0], results={}, not_run={})
+    for report in reports:
+        merged["results"].update(report["results"])
+        merged["not_run"].update(report.get("not_run", {}))
+    for key, pick in (("load_before", min), ("load_after", max)):
+        merged[key] = [pick(r[key][i] for r in reports) for i in range(3)]
+    merged["date"] = " / ".join(sorted({r.get("date", "?") for r in reports}))
+    for runs in merged["results"].values():
+        for run in runs.values():
+            run["scores"] = parse_scores(run["stdout"])
+    return merged
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        run_child(*args.child)
+        return 0
+    sys.path.insert(0, str(TESTS))
+    if args.from_json:
+        report = merge_reports([json.loads(Path(path).read_text()) for path in args.from_json])
+    else:
+        report = run_all(args, argv)
+    table = markdown_table(report["results"], report["not_run"])
     print()
     print(table)
     print()
-    print(summary)
+    print(summary_line(report))
     if args.output:
-        Path(args.output).write_text(table + "\n\n" + summary + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"command": command, "machine": machine,
-                                               "load_before": load_before,
-                                               "load_after": load_after,
-                                               "results": results}, indent=2) + "\n")
+        Path(args.output).write_text(table + "\n\n" + summary_line(report) + "\n")
+    if args.json and not args.from_json:
         print(f"wrote {args.json}")
     return 0
 
