@@ -281,6 +281,10 @@ def _ratio(ours: float | None, theirs: float | None) -> str:
     return "-" if not ours or not theirs else f"{ours / theirs:.2f}"
 
 
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
 def _cpu(run: dict) -> float | None:
     """The CPU seconds of a run: its whole process tree when measured, else its own."""
     return run.get("tree_cpu_seconds") or run.get("cpu_seconds")
@@ -302,13 +306,15 @@ def markdown_table(results: dict[str, dict[str, dict]], not_run: dict[str, str])
              "|---|---|---|---|---|---|---|"]
     for example, runs in results.items():
         theirs, ours = runs.get("pystruct", {}), runs.get("ours", {})
-        ending = {flavour: ("ran" if not run.get("error") else run["error"])
+        ending = {flavour: ("ran" if not run.get("error") else _short(run["error"]))
                   for flavour, run in runs.items()}
+        compared = bool(theirs.get("scores")) or (bool(theirs) and not theirs.get("error"))
         cpu = _cpu(theirs) and _cpu(ours)
         lines.append(f"| {example} | script: ending; s wall / CPU | "
                      f"{ending.get('pystruct', 'not run')} | {ending.get('ours', 'not run')} | "
                      f"{_times(theirs)} | {_times(ours)} | "
-                     + (f"{_ratio(_cpu(ours), _cpu(theirs))} (CPU) |" if cpu else
+                     + ("- |" if not compared else
+                        f"{_ratio(_cpu(ours), _cpu(theirs))} (CPU) |" if cpu else
                         f"{_ratio(ours.get('seconds'), theirs.get('seconds'))} (wall) |"))
         labels = list(theirs.get("scores", {}))
         labels += [label for label in ours.get("scores", {}) if label not in labels]
