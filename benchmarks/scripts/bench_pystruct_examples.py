@@ -8,16 +8,23 @@ after the other so that both see the same machine load:
 
 1. the unchanged example under ``--pystruct-python`` (a Python with pystruct 0.3.2 installed);
 2. the example with only its imports rewritten (``pystruct_upstream.rewrite_source``) under this
-   Python, i.e. on ``ssvm.compat.pystruct``.
+   Python, i.e. on ``ssvm.compat.pystruct``; only when pystruct ran it or printed a score
+   before it failed (``--always-ours`` runs it anyway).
 
 Each run is a fresh process in a scratch folder holding a copy of every example (some import
 their siblings), with matplotlib on Agg, ``plt.show`` a no-op, numpy's global generator seeded
-with 0 and ``pystruct_upstream.legacy_shims`` in force. The script records each run's printed
-``label: value`` scores, the fit times the examples print (``(took X seconds)``), its wall time
-(from the start of the example to its end, imports included, interpreter start-up excluded)
-and how it ended, and prints a markdown table: example, what, pystruct, ours, time ratio
-ours / pystruct. The load average before and after is printed with it: on a shared machine
-the ratios are indicative only.
+with 0 and ``pystruct_upstream.legacy_shims`` in force. The script records how each run ended,
+its printed scores (``label: value`` lines whose label names a score or an accuracy), the fit
+times the examples print (``(took X seconds)``), its wall seconds (from the start of the
+example to its end, imports included, interpreter start-up excluded), its CPU seconds (of the
+example's process, and of its whole process tree, which counts joblib's worker processes that
+pystruct's ``n_jobs=-1`` starts) and, for ours, the inner duality gaps of every fitted
+``LatentSSVM``'s CCCP rounds. It prints a markdown table (example, what, pystruct, ours,
+ratio ours / pystruct of the CPU seconds) with the load average before and after: on a shared
+machine the ratios are indicative only. ``--json`` keeps the raw results (written after each
+example) and ``--from-json`` rebuilds the table from one or several such files.
+``--py3-fixes`` changes, on both sides, the one Python 2 expression (:data:`PY3_FIXES`) that
+stops ``plot_latent_node`` before its latent model.
 
 Building pystruct 0.3.2 (Python 3.11; nothing of it belongs in this repository)::
 
@@ -34,8 +41,9 @@ Building pystruct 0.3.2 (Python 3.11; nothing of it belongs in this repository):
     # source, up to xrange -> range) and regenerate the C with Cython 0.29
     mkdir /tmp/pystruct-build && tar xzf ~/.cache/ssvm/pystruct/pystruct-0.3.2.tar.gz \\
         -C /tmp/pystruct-build && cd /tmp/pystruct-build/pystruct-0.3.2
-    git -C <pystruct clone> show 957193a:src/utils.pyx > src/utils.pyx
-    git -C <pystruct clone> show 957193a:pystruct/inference/_viterbi.pyx \\
+    git clone https://github.com/pystruct/pystruct /tmp/pystruct-git   # 957193a, master
+    git -C /tmp/pystruct-git show 957193a:src/utils.pyx > src/utils.pyx
+    git -C /tmp/pystruct-git show 957193a:pystruct/inference/_viterbi.pyx \\
         > pystruct/inference/_viterbi.pyx
     /tmp/pystruct-venv/bin/cython -3 src/utils.pyx -o src/utils.c
     /tmp/pystruct-venv/bin/cython -3 pystruct/inference/_viterbi.pyx \\
@@ -46,12 +54,16 @@ pystruct's optional packages (ad3, pyqpbo, opengm) have no wheels for Python 3.1
 runs there with ``get_installed() == ['max-product', 'lp']``: its CRFs' default inference is
 max-product (loopy belief propagation on loopy graphs) where it would be AD3 with ad3 installed.
 
-Usage (from the repository root)::
+Usage (from the repository root; the pystruct side needs no ssvm source, so ``PYTHONPATH`` is
+dropped for it)::
 
     SSVM_DATA_HOME=../shared/data python benchmarks/scripts/bench_pystruct_examples.py \\
         --pystruct-python /tmp/pystruct-venv/bin/python --json /tmp/examples.json
     python benchmarks/scripts/bench_pystruct_examples.py --pystruct-python \\
         /tmp/pystruct-venv/bin/python --examples plot_binary_svm.py svm_as_crf.py
+    python benchmarks/scripts/bench_pystruct_examples.py --pystruct-python \\
+        /tmp/pystruct-venv/bin/python --examples plot_latent_node.py --py3-fixes
+    python benchmarks/scripts/bench_pystruct_examples.py --from-json /tmp/a.json /tmp/b.json
 """
 
 from __future__ import annotations
