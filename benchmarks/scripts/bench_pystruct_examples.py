@@ -155,6 +155,7 @@ def run_child(flavour: str, example: str, result_path: str) -> None:
         outcome["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
     outcome["seconds"] = time.perf_counter() - start
     outcome["cpu_seconds"] = cpu_seconds() - cpu_start
+    outcome["startup_cpu_seconds"] = cpu_start      # interpreter, numpy and matplotlib imports
     outcome["latent"] = latent_rounds(namespace)
     sys.stdout.flush()
     Path(result_path).write_text(json.dumps(outcome))
@@ -298,8 +299,12 @@ def _short(text: str, width: int = 60) -> str:
 
 
 def _cpu(run: dict) -> float | None:
-    """The CPU seconds of a run: its whole process tree when measured, else its own."""
-    return run.get("tree_cpu_seconds") or run.get("cpu_seconds")
+    """The CPU seconds of a run: its whole process tree when measured (less the child's
+    start-up before the example began), else its own."""
+    tree = run.get("tree_cpu_seconds")
+    if not tree:
+        return run.get("cpu_seconds")
+    return tree - run.get("startup_cpu_seconds", 0.0)
 
 
 def _times(run: dict) -> str:
