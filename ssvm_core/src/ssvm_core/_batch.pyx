@@ -16,17 +16,19 @@ import numpy as np
 
 from libc.stdint cimport uint8_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
-from libc.math cimport isnan
+from libc.math cimport fabs, isnan
 from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, DelegatingOracle, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
-from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
+from ssvm_core._blocks cimport (Ledger, Primal, below_ground_truth, step_size,
+                                use_ground_truth)
 from ssvm_core._fw cimport bcfw_steps
 from ssvm_core._linesearch cimport LINE_WORK
 from ssvm_core._sampling cimport Sampler
 from ssvm_core._storage cimport BlockStore, Direction
+from ssvm_core._vector cimport dot as vdot, dot_gather
 from ssvm_core._view cimport StateView
 
 from ssvm_core.step_counts import StepCounts
@@ -640,6 +642,333 @@ cdef int _by_block(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+# ---------------------------------------------------------------------------
+# Parallel replay of a round's block steps (see ``replay_rounds``).  Step j of
+# a round moves block i_j along -e_j, e_j = w_i - v_s in features (E_j), or
+# e_j = w_i (G_j) when its answer falls below the ground truth at the current
+# point.  The blocks are distinct, so E_j and G_j are fixed at the round's w_0
+# and every scalar a step needs is an inner product among them and with w_0.
+
+cdef class _Replay:
+    """Directions, Gram rows, step sizes and moves of one round, for ``n_threads`` threads.
+
+    Dense blocks keep E_j as a dense d-vector and read G_j from the block; compact
+    blocks keep both in block coordinates (for the block's move) and expanded
+    to features (COO, for the Gram rows and the move of v).
+    """
+    cdef MaxOracle oracle
+    cdef BlockStore st
+    cdef bint compact
+    cdef intp_t tau, d, mc, mx, n_threads, nb
+    cdef float64_t scale
+    cdef Primal* p
+    cdef const float64_t* w0
+    cdef const intp_t* blocks
+    cdef object _arrays
+    # per step j of the round
+    cdef float64_t* loss
+    cdef uint8_t* pground            # the answer stands for the truth at w_0
+    cdef uint8_t* use_g              # decided by ``steps``: move along G_j
+    cdef float64_t* gamma
+    cdef float64_t* avgc
+    cdef float64_t* ew               # <E_j, w_0>, <G_j, w_0>
+    cdef float64_t* gw
+    cdef float64_t* EE               # [j * tau + k] = <E_j, E_k> (k < j; k == j: squared norm)
+    cdef float64_t* EG               # <E_j, G_k>
+    cdef float64_t* GE               # <G_j, E_k>
+    cdef float64_t* GG               # <G_j, G_k>
+    cdef float64_t* e_dense          # dense: E_j at e_dense[j * d]
+    cdef int32_t* ce_idx             # compact: E_j and G_j in block coordinates
+    cdef float64_t* ce_val
+    cdef int32_t* cg_idx
+    cdef float64_t* cg_val
+    cdef intp_t* ce_nnz
+    cdef intp_t* cg_nnz
+    cdef int32_t* xe_idx             # ... and expanded to features
+    cdef float64_t* xe_val
+    cdef int32_t* xg_idx
+    cdef float64_t* xg_val
+    cdef intp_t* xe_nnz
+    cdef intp_t* xg_nnz
+    # per thread
+    cdef float64_t* x                # d zeros between uses
+    cdef float64_t* frames           # frame scratch (zeros between uses)
+    cdef intp_t frame_len
+    cdef list corner_buffers
+    cdef Corner* corners
+
+    def __cinit__(self, MaxOracle oracle, BlockStore st, intp_t tau, intp_t n_threads,
+                  float64_t lam):
+        cdef intp_t k
+        self.oracle, self.st, self.tau, self.n_threads = oracle, st, tau, n_threads
+        self.compact = st.storage == "compact"
+        self.d = oracle.n_features
+        self.scale = 1.0 / (lam * oracle.n_blocks)
+        self.mc = max(oracle.max_coords, 1)
+        self.mx = max(oracle.max_expand, 1)
+        self.frame_len = self.mc if self.compact else max(self.d, 1)
+        f64 = [np.zeros(tau) for _ in range(5)]
+        gram = [np.zeros(tau * tau) for _ in range(4)]
+        flags = [np.zeros(tau, dtype=np.uint8) for _ in range(2)]
+        counts = [np.zeros(tau, dtype=np.intp) for _ in range(4)]
+        dense_e = np.zeros(tau * self.d if not self.compact else 1)
+        cidx = [np.zeros(tau * (self.mc if self.compact else 1), dtype=np.int32)
+                for _ in range(2)]
+        cval = [np.zeros(tau * (self.mc if self.compact else 1)) for _ in range(2)]
+        xidx = [np.zeros(tau * (self.mx if self.compact else 1), dtype=np.int32)
+                for _ in range(2)]
+        xval = [np.zeros(tau * (self.mx if self.compact else 1)) for _ in range(2)]
+        scratch = np.zeros(n_threads * max(self.d, 1))
+        frames = np.zeros(n_threads * self.frame_len)
+        self._arrays = (f64, gram, flags, counts, dense_e, cidx, cval, xidx, xval, scratch,
+                        frames)
+        self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
+        self.ew, self.gw = _f64(f64[3]), _f64(f64[4])
+        self.EE, self.EG, self.GE, self.GG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
+                                              _f64(gram[3]))
+        self.pground, self.use_g = _u8(flags[0]), _u8(flags[1])
+        self.ce_nnz, self.cg_nnz = _ip(counts[0]), _ip(counts[1])
+        self.xe_nnz, self.xg_nnz = _ip(counts[2]), _ip(counts[3])
+        self.e_dense = _f64(dense_e)
+        self.ce_idx, self.cg_idx = _i32(cidx[0]), _i32(cidx[1])
+        self.ce_val, self.cg_val = _f64(cval[0]), _f64(cval[1])
+        self.xe_idx, self.xg_idx = _i32(xidx[0]), _i32(xidx[1])
+        self.xe_val, self.xg_val = _f64(xval[0]), _f64(xval[1])
+        self.x, self.frames = _f64(scratch), _f64(frames)
+        self.corner_buffers = [st.corner_buffer(oracle, psi=False) for _ in range(n_threads)]
+        self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
+        if self.corners == NULL:
+            raise MemoryError()
+        for k in range(n_threads):
+            self.corners[k] = (<CornerBuffer> self.corner_buffers[k]).corner
+
+    def __dealloc__(self):
+        free(self.corners)
+
+    cdef int directions(self, intp_t k, intp_t start, const _Pack* pk) except -1 nogil:
+        """E_j and G_j of the answers in ``pk`` (steps start, start + 1, ...), with their
+        squared norms and inner products with w_0."""
+        cdef intp_t b, j, i, a, g, q, d = self.d
+        cdef float64_t* s = self.frames + k * self.frame_len
+        cdef float64_t* e
+        cdef const float64_t* wi
+        cdef float64_t acc
+        cdef Corner* c = &self.corners[k]
+        cdef Direction dir
+        for b in range(pk.n_blocks):
+            j = start + b
+            a = pk.ans_ptr[b]
+            i = self.blocks[j]
+            self.loss[j] = pk.loss[a]
+            self.pground[j] = pk.ground[a]
+            wi = self.st._values + self.st._ptr[i]
+            if not self.compact:
+                e = self.e_dense + j * d
+                if not pk.ground[a]:
+                    for q in range(pk.psi_ptr[a], pk.psi_ptr[a + 1]):
+                        s[pk.psi_idx[q]] += pk.psi_val[q]
+                acc = 0.0
+                for g in range(d):
+                    e[g] = wi[g] + (-self.scale) * s[g]
+                    acc += e[g] * e[g]
+                self.EE[j * self.tau + j] = acc
+                if not pk.ground[a]:
+                    for q in range(pk.psi_ptr[a], pk.psi_ptr[a + 1]):
+                        s[pk.psi_idx[q]] = 0.0
+                self.ew[j] = vdot(e, self.w0, d)
+                self.gw[j] = vdot(wi, self.w0, d)
+                self.GG[j * self.tau + j] = vdot(wi, wi, d)
+                continue
+            dir.idx, dir.val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
+            if pk.ground[a]:
+                self.st.form(i, 1.0, NULL, 0.0, &dir)
+            else:
+                self.oracle.evaluate(i, pk.labels + pk.lab_ptr[a],
+                                     pk.lab_ptr[a + 1] - pk.lab_ptr[a], self.w0, c)
+                self.st.frame(c, i, s)
+                self.st.form(i, 1.0, s, -self.scale, &dir)
+                self.st.clear_frame(c, s)
+            self.ce_nnz[j] = dir.nnz
+            dir.idx, dir.val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
+            self.st.form(i, 1.0, NULL, 0.0, &dir)
+            self.cg_nnz[j] = dir.nnz
+            self.xe_nnz[j] = self.oracle.coord_expand(
+                i, self.ce_idx + j * self.mc, self.ce_val + j * self.mc, self.ce_nnz[j],
+                self.xe_idx + j * self.mx, self.xe_val + j * self.mx)
+            self.xg_nnz[j] = self.oracle.coord_expand(
+                i, self.cg_idx + j * self.mc, self.cg_val + j * self.mc, self.cg_nnz[j],
+                self.xg_idx + j * self.mx, self.xg_val + j * self.mx)
+            self.EE[j * self.tau + j] = self.oracle.coord_sqnorm(
+                i, self.ce_idx + j * self.mc, self.ce_val + j * self.mc, self.ce_nnz[j])
+            self.GG[j * self.tau + j] = self.oracle.coord_sqnorm(
+                i, self.cg_idx + j * self.mc, self.cg_val + j * self.mc, self.cg_nnz[j])
+            self.ew[j] = dot_gather(self.w0, self.xe_idx + j * self.mx,
+                                    self.xe_val + j * self.mx, self.xe_nnz[j])
+            self.gw[j] = dot_gather(self.w0, self.xg_idx + j * self.mx,
+                                    self.xg_val + j * self.mx, self.xg_nnz[j])
+        return 0
+
+    cdef int gram(self, intp_t k, intp_t parts) except -1 nogil:
+        """Rows j = k, k + parts, ... of the four Gram matrices (entries k < j)."""
+        cdef intp_t j, m, r, t = self.tau, d = self.d
+        cdef float64_t* x = self.x + k * d
+        cdef const float64_t* ej
+        cdef const float64_t* gj
+        for r in range((self.nb - k + parts - 1) // parts):
+            j = k + r * parts
+            if not self.compact:
+                ej = self.e_dense + j * d
+                gj = self.st._values + self.st._ptr[self.blocks[j]]
+                for m in range(j):
+                    self.EE[j * t + m] = vdot(ej, self.e_dense + m * d, d)
+                    self.GE[j * t + m] = vdot(gj, self.e_dense + m * d, d)
+                    self.EG[j * t + m] = vdot(ej, self.st._values
+                                              + self.st._ptr[self.blocks[m]], d)
+                    self.GG[j * t + m] = vdot(gj, self.st._values
+                                              + self.st._ptr[self.blocks[m]], d)
+                continue
+            _scatter(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx, self.xe_nnz[j])
+            for m in range(j):
+                self.EE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
+                                                self.xe_val + m * self.mx, self.xe_nnz[m])
+                self.EG[j * t + m] = dot_gather(x, self.xg_idx + m * self.mx,
+                                                self.xg_val + m * self.mx, self.xg_nnz[m])
+            _unscatter(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
+            _scatter(x, self.xg_idx + j * self.mx, self.xg_val + j * self.mx, self.xg_nnz[j])
+            for m in range(j):
+                self.GE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
+                                                self.xe_val + m * self.mx, self.xe_nnz[m])
+                self.GG[j * t + m] = dot_gather(x, self.xg_idx + m * self.mx,
+                                                self.xg_val + m * self.mx, self.xg_nnz[m])
+            _unscatter(x, self.xg_idx + j * self.mx, self.xg_nnz[j])
+        return 0
+
+    cdef void steps(self, Ledger* b, float64_t lam, bint line_search, float64_t* ell,
+                    float64_t* ell_avg, intp_t* n_steps) noexcept nogil:
+        """Every step size in draw order from the scalars (the serial step of
+        ``_fw.bcfw_steps`` on the replayed answers, with <e_j, w_{j-1}> and the
+        re-scored answer expanded over the earlier moves)."""
+        cdef intp_t n = self.oracle.n_blocks, t = self.tau, j, m, i, step
+        cdef float64_t dot_e, dot_g, pw, score, dot, sq, ell_s, gap, gam, ell_step
+        for j in range(self.nb):
+            i = self.blocks[j]
+            dot_e, dot_g = self.ew[j], self.gw[j]
+            for m in range(j):
+                if self.use_g[m]:
+                    dot_e -= self.gamma[m] * self.EG[j * t + m]
+                    dot_g -= self.gamma[m] * self.GG[j * t + m]
+                else:
+                    dot_e -= self.gamma[m] * self.EE[j * t + m]
+                    dot_g -= self.gamma[m] * self.GE[j * t + m]
+            self.use_g[j] = self.pground[j]
+            if not self.pground[j]:
+                pw = (dot_g - dot_e) / self.scale          # <psi_j, w_{j-1}>
+                score = self.loss[j] - pw
+                # As ``AnswerOracle``: a stale answer below the truth is replaced by it
+                # (not an inexact oracle: not counted in ``replaced``).
+                self.use_g[j] = score < -1e-12 * (1.0 + fabs(pw))
+            if self.use_g[j]:
+                dot, sq, ell_s = dot_g, self.GG[j * t + j], 0.0
+            else:
+                dot, sq, ell_s = dot_e, self.EE[j * t + j], self.loss[j] / n
+            gap = lam * dot - b.ell[i] + ell_s
+            b.gap_estimates[i] = gap
+            if line_search:
+                gam = step_size(gap, lam * sq)
+            else:
+                gam = 2.0 * n / (n_steps[0] + 2.0 * n)
+            step = n_steps[0] + 1
+            self.gamma[j] = gam
+            self.avgc[j] = 0.5 * (step - 1) * step
+            ell_step = gam * (ell_s - b.ell[i])
+            b.ell[i] += ell_step
+            ell[0] += ell_step
+            ell_avg[0] = ((step - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (step + 1.0)
+            n_steps[0] = step
+
+    cdef int moves(self, intp_t k, intp_t parts) except -1 nogil:
+        """Features [k d / parts, (k + 1) d / parts) of v (and the average) receive every
+        move in draw order; blocks j = k, k + parts, ... move their own values."""
+        cdef intp_t lo = k * self.d // parts, hi = (k + 1) * self.d // parts, j, q, g, i
+        cdef float64_t gam, delta, ac
+        cdef float64_t* wi
+        cdef float64_t* u
+        cdef float64_t* avg = self.p.avg_u
+        cdef float64_t* v = self.p.v
+        cdef const int32_t* idx
+        cdef const float64_t* val
+        cdef intp_t nnz
+        for j in range(self.nb):
+            i = self.blocks[j]
+            gam, ac = -self.gamma[j], self.avgc[j]
+            wi = self.st._values + self.st._ptr[i]
+            if not self.compact:
+                u = wi if self.use_g[j] else self.e_dense + j * self.d
+                for g in range(lo, hi):
+                    delta = gam * u[g]
+                    wi[g] += delta
+                    v[g] += delta
+                    if avg != NULL:
+                        avg[g] += ac * delta
+                continue
+            if self.use_g[j]:
+                idx, val = self.xg_idx + j * self.mx, self.xg_val + j * self.mx
+                nnz = self.xg_nnz[j]
+            else:
+                idx, val = self.xe_idx + j * self.mx, self.xe_val + j * self.mx
+                nnz = self.xe_nnz[j]
+            for q in range(nnz):
+                g = idx[q]
+                if lo <= g < hi:
+                    delta = gam * val[q]
+                    v[g] += delta
+                    if avg != NULL:
+                        avg[g] += ac * delta
+            if j % parts == k:
+                if self.use_g[j]:
+                    idx, val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
+                    nnz = self.cg_nnz[j]
+                else:
+                    idx, val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
+                    nnz = self.ce_nnz[j]
+                for q in range(nnz):
+                    wi[idx[q]] += gam * val[q]
+        return 0
+
+
+cdef inline void _scatter(float64_t* x, const int32_t* idx, const float64_t* val,
+                          intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] += val[q]
+
+
+cdef inline void _unscatter(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] = 0.0
+
+
+cdef float64_t* _f64(a):
+    cdef float64_t[::1] v = a
+    return &v[0]
+
+
+cdef int32_t* _i32(a):
+    cdef int32_t[::1] v = a
+    return &v[0]
+
+
+cdef intp_t* _ip(a):
+    cdef intp_t[::1] v = a
+    return &v[0]
+
+
+cdef uint8_t* _u8(a):
+    cdef uint8_t[::1] v = a
+    return &v[0]
+
+
 cdef class _Crew:
     """The threads that make a round's oracle calls: the caller makes part 0, helper
     k (a Python thread, in C between rounds' hand-offs) part k.
@@ -654,10 +983,11 @@ cdef class _Crew:
     cdef list buffers, threads, errors
     cdef pthread_mutex_t lock
     cdef pthread_cond_t go, done
-    cdef intp_t generation, pending, parts, nb
+    cdef intp_t generation, pending, parts, nb, stage
     cdef bint stop
     cdef const float64_t* w
     cdef const intp_t* blocks
+    cdef _Replay job                  # stages 1-3 of a parallel replay (None: calls only)
 
     def __cinit__(self, MaxOracle oracle, intp_t n_threads, intp_t tau):
         cdef intp_t k
@@ -736,16 +1066,37 @@ cdef class _Crew:
     cdef int _part(self, intp_t k) except -1 nogil:
         cdef intp_t size = self.nb // self.parts, extra = self.nb % self.parts
         cdef intp_t start = k * size + (k if k < extra else extra)
+        if self.stage == 2:
+            return self.job.gram(k, self.parts)
+        if self.stage == 3:
+            return self.job.moves(k, self.parts)
         _pack_reset(&self.packs[k])
         _solve_into(self.oracle, self.w, self.blocks + start, size + (1 if k < extra else 0),
                     1, &self.corners[k], &self.packs[k])
+        if self.stage == 1:
+            self.job.directions(k, start, &self.packs[k])
         return 0
 
     cdef int calls(self, const float64_t* w, const intp_t* blocks, intp_t nb) except -1 nogil:
         """The answers of ``blocks`` at ``w``, in ``packs[0]``; 1 if a helper failed."""
         cdef intp_t k
-        self.w, self.blocks, self.nb = w, blocks, nb
-        self.parts = min(self.n_threads, nb)
+        self.w, self.blocks, self.nb, self.stage = w, blocks, nb, 0
+        if self._run(min(self.n_threads, nb)):
+            return 1
+        for k in range(1, self.parts):
+            _append(&self.packs[0], &self.packs[k])
+        return 0
+
+    cdef int run_stage(self, intp_t stage, const float64_t* w, const intp_t* blocks,
+                       intp_t nb) except -1 nogil:
+        """Stage 1 (calls and directions, split as ``calls`` splits them), 2 (Gram rows)
+        or 3 (moves) of ``job`` on every thread; 1 if a helper failed."""
+        self.w, self.blocks, self.nb, self.stage = w, blocks, nb, stage
+        return self._run(min(self.n_threads, nb) if stage == 1 else self.n_threads)
+
+    cdef int _run(self, intp_t parts) except -1 nogil:
+        """Parts 0..parts-1 of the current stage, part 0 here; 1 if a helper failed."""
+        self.parts = parts
         if self.parts > 1:
             pthread_mutex_lock(&self.lock)
             self.pending = self.parts - 1
@@ -762,8 +1113,6 @@ cdef class _Crew:
                 pthread_mutex_unlock(&self.lock)
         if self.parts > 1 and self.errors_seen():
             return 1
-        for k in range(1, self.parts):
-            _append(&self.packs[0], &self.packs[k])
         return 0
 
     cdef bint errors_seen(self) noexcept nogil:
@@ -896,6 +1245,114 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
         crew.close()
         free(keys)
         # As in bcfw_pass: the steps completed before a failure are booked.
+        steps = n_steps - state.n_steps
+        state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
+                                      oracle_calls=n_calls, replaced=n_replaced, fw=steps))
+    return n_calls
+
+
+cdef int _replay_rounds(_Crew crew, _Replay job, Ledger* b, Primal* p,
+                        const intp_t* order, const intp_t* round_ptr, intp_t n_rounds,
+                        float64_t lam, bint line_search, float64_t* ell, float64_t* ell_avg,
+                        intp_t* n_steps, intp_t* n_replaced,
+                        intp_t* n_calls) except -1 nogil:
+    """The rounds of ``replay_rounds``: per round, calls and directions (stage 1), Gram
+    rows (stage 2), step sizes here, moves (stage 3); 1 if a helper failed."""
+    cdef intp_t r, k, nb
+    cdef const intp_t* blocks
+    for r in range(n_rounds):
+        blocks = order + round_ptr[r]
+        nb = round_ptr[r + 1] - round_ptr[r]
+        if nb == 0:
+            continue
+        job.blocks, job.nb, job.w0, job.p = blocks, nb, p.w, p
+        if crew.run_stage(1, p.w, blocks, nb):
+            return 1
+        n_calls[0] += nb
+        for k in range(crew.parts):
+            n_replaced[0] += crew.packs[k].replaced
+        if nb > 1 and crew.run_stage(2, p.w, blocks, nb):
+            return 1
+        job.steps(b, lam, line_search, ell, ell_avg, n_steps)
+        if crew.run_stage(3, p.w, blocks, nb):
+            return 1
+    return 0
+
+
+def replay_fallback(MaxOracle oracle, state):
+    """Why ``replay_rounds`` falls back to ``fw_rounds`` for ``oracle`` and ``state``
+    (None: it does not).
+
+    - a box (``lower``/``upper``): the exact step is a search over the clipped
+      features (``_linesearch.box_search``), not a function of inner products;
+    - sparse blocks (``SparseStore``): not covered (dense and compact blocks are);
+    - an oracle that needs the GIL: its calls run on one thread, so the steps would
+      gain nothing from threads either;
+    - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
+      reach the compiled rounds (``minibatch_pass`` replays them in Python).
+    """
+    if state.atoms is not None:
+        return "the state keeps active sets"
+    if state.has_box:
+        return "a box: the exact step along a direction is a search over clipped features"
+    if state.blocks.storage == "sparse":
+        return "sparse blocks are not covered (dense and compact blocks are)"
+    if oracle.needs_gil:
+        return "the oracle needs the GIL: its calls run on one thread"
+    return None
+
+
+def replay_rounds(MaxOracle oracle, state, const intp_t[::1] order,
+                  const intp_t[::1] round_ptr, bint line_search, intp_t n_threads=1):
+    """``fw_rounds`` with the block steps of every round off the master: exact parallel replay.
+
+    A round's blocks are distinct, so step j's direction e_j = w_i - v_s (or w_i when
+    the answer falls below the ground truth at the current point) is fixed at the
+    round's w_0, and w_{j-1} = w_0 - sum_{k<j} gamma_k e_k.  The threads make the
+    calls and form, for their answers, both candidate directions in features with
+    their inner products with w_0 and with every other direction of the round (a
+    tau x tau Gram per pair of candidates); the master then takes every step in draw
+    order from those scalars (O(tau^2), the re-scored answer deciding the ground-truth
+    replacement as ``AnswerOracle`` does); the moves are applied over a fixed
+    partition of the features, each feature receiving them in draw order, so the
+    result does not depend on ``n_threads``.  The iterates equal ``fw_rounds``'s up
+    to rounding, and every step keeps its exact line search, so the dual never
+    decreases.  Cases ``replay_fallback`` names run ``fw_rounds`` instead.
+
+    Parameters and returns as ``fw_rounds``.
+    """
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if replay_fallback(oracle, state) is not None:
+        return fw_rounds(oracle, state, order, round_ptr, line_search, n_threads)
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
+    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
+        raise ValueError("round_ptr must start at 0 and end at len(order)")
+    for r in range(n_rounds):
+        if round_ptr[r + 1] < round_ptr[r]:
+            raise ValueError("round_ptr must be nondecreasing")
+        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
+        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    if tau == 0:
+        return 0
+    state.invalidate_gaps()              # the iterate moves
+    cdef StateView view = StateView(state, None, None, oracle)
+    cdef float64_t ell = state.ell, ell_avg = state.ell_avg
+    cdef intp_t n_steps = state.n_steps, n_replaced = 0, n_calls = 0
+    cdef float64_t lam = state.lam
+    cdef _Crew crew = _Crew(oracle, n_threads, tau)
+    crew.job = _Replay(oracle, view.store, tau, n_threads, state.lam)
+    cdef int failed = 0
+    crew.start()
+    try:
+        with nogil:
+            failed = _replay_rounds(crew, crew.job, &view.ledger, &view.primal, &order[0],
+                                    &round_ptr[0], n_rounds, lam, line_search, &ell, &ell_avg,
+                                    &n_steps, &n_replaced, &n_calls)
+        if failed:
+            raise crew.errors[0]
+    finally:
+        crew.close()
         steps = n_steps - state.n_steps
         state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
                                       oracle_calls=n_calls, replaced=n_replaced, fw=steps))
