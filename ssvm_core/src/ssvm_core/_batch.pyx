@@ -1159,6 +1159,19 @@ cdef int _fw_rounds(_Crew crew, AnswerOracle replay, BlockStore st, Ledger* b, P
     return 0
 
 
+def _round_size(MaxOracle oracle, const intp_t[::1] order, const intp_t[::1] round_ptr):
+    """The largest round of ``order``/``round_ptr``; ``ValueError`` on bad rounds."""
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
+    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
+        raise ValueError("round_ptr must start at 0 and end at len(order)")
+    for r in range(n_rounds):
+        if round_ptr[r + 1] < round_ptr[r]:
+            raise ValueError("round_ptr must be nondecreasing")
+        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
+        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    return tau
+
+
 def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1] round_ptr,
               bint line_search, intp_t n_threads=1):
     """Mini-batch FW rounds (Wang et al. (2016)) in one compiled loop; returns the calls.
@@ -1195,14 +1208,8 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
         raise ValueError("this state keeps active sets; use minibatch_pass(active_sets=True)")
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
-    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
-        raise ValueError("round_ptr must start at 0 and end at len(order)")
-    for r in range(n_rounds):
-        if round_ptr[r + 1] < round_ptr[r]:
-            raise ValueError("round_ptr must be nondecreasing")
-        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
-        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1
+    cdef intp_t tau = _round_size(oracle, order, round_ptr)
     if oracle.needs_gil:
         n_threads = 1
     if tau == 0:
@@ -1286,8 +1293,6 @@ def replay_fallback(MaxOracle oracle, state):
     - a box (``lower``/``upper``): the exact step is a search over the clipped
       features (``_linesearch.box_search``), not a function of inner products;
     - sparse blocks (``SparseStore``): not covered (dense and compact blocks are);
-    - an oracle that needs the GIL: its calls run on one thread, so the steps would
-      gain nothing from threads either;
     - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
       reach the compiled rounds (``minibatch_pass`` replays them in Python).
     """
@@ -1297,8 +1302,6 @@ def replay_fallback(MaxOracle oracle, state):
         return "a box: the exact step along a direction is a search over clipped features"
     if state.blocks.storage == "sparse":
         return "sparse blocks are not covered (dense and compact blocks are)"
-    if oracle.needs_gil:
-        return "the oracle needs the GIL: its calls run on one thread"
     return None
 
 
@@ -1317,7 +1320,8 @@ def replay_rounds(MaxOracle oracle, state, const intp_t[::1] order,
     partition of the features, each feature receiving them in draw order, so the
     result does not depend on ``n_threads``.  The iterates equal ``fw_rounds``'s up
     to rounding, and every step keeps its exact line search, so the dual never
-    decreases.  Cases ``replay_fallback`` names run ``fw_rounds`` instead.
+    decreases.  Cases ``replay_fallback`` names run ``fw_rounds`` instead; an oracle
+    that needs the GIL runs on one thread (as in ``fw_rounds``).
 
     Parameters and returns as ``fw_rounds``.
     """
@@ -1325,30 +1329,31 @@ def replay_rounds(MaxOracle oracle, state, const intp_t[::1] order,
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if replay_fallback(oracle, state) is not None:
         return fw_rounds(oracle, state, order, round_ptr, line_search, n_threads)
-    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
-    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
-        raise ValueError("round_ptr must start at 0 and end at len(order)")
-    for r in range(n_rounds):
-        if round_ptr[r + 1] < round_ptr[r]:
-            raise ValueError("round_ptr must be nondecreasing")
-        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
-        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    cdef intp_t tau = _round_size(oracle, order, round_ptr)
     if tau == 0:
         return 0
+    if oracle.needs_gil:
+        n_threads = 1
     state.invalidate_gaps()              # the iterate moves
     cdef StateView view = StateView(state, None, None, oracle)
     cdef float64_t ell = state.ell, ell_avg = state.ell_avg
     cdef intp_t n_steps = state.n_steps, n_replaced = 0, n_calls = 0
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1
     cdef float64_t lam = state.lam
     cdef _Crew crew = _Crew(oracle, n_threads, tau)
     crew.job = _Replay(oracle, view.store, tau, n_threads, state.lam)
     cdef int failed = 0
     crew.start()
     try:
-        with nogil:
+        if oracle.needs_gil:
             failed = _replay_rounds(crew, crew.job, &view.ledger, &view.primal, &order[0],
                                     &round_ptr[0], n_rounds, lam, line_search, &ell, &ell_avg,
                                     &n_steps, &n_replaced, &n_calls)
+        else:
+            with nogil:
+                failed = _replay_rounds(crew, crew.job, &view.ledger, &view.primal,
+                                        &order[0], &round_ptr[0], n_rounds, lam, line_search,
+                                        &ell, &ell_avg, &n_steps, &n_replaced, &n_calls)
         if failed:
             raise crew.errors[0]
     finally:
