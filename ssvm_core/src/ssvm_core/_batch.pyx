@@ -644,17 +644,21 @@ cdef int _by_block(const void* a, const void* b) noexcept nogil:
 
 # ---------------------------------------------------------------------------
 # Parallel replay of a round's block steps (see ``replay_rounds``).  Step j of
-# a round moves block i_j along -e_j, e_j = w_i - v_s in features (E_j), or
-# e_j = w_i (G_j) when its answer falls below the ground truth at the current
-# point.  The blocks are distinct, so E_j and G_j are fixed at the round's w_0
-# and every scalar a step needs is an inner product among them and with w_0.
+# a round moves block i_j along -e_j, e_j = E_j = w_i - v_s in features, or
+# e_j = G_j = w_i when its answer falls below the ground truth at the current
+# point.  The blocks are distinct, so E_j, G_j and P_j = psi_i(y_j) are fixed at
+# the round's w_0, and every scalar a step needs is an inner product among them
+# and with w_0: <E_j, w_{j-1}> and the re-scored answer's <P_j, w_{j-1}> from the
+# rows <E_j, e_k>, <P_j, e_k> (k < j); G_j only when step j takes the truth.
 
 cdef class _Replay:
     """Directions, Gram rows, step sizes and moves of one round, for ``n_threads`` threads.
 
     Dense blocks keep E_j as a dense d-vector and read G_j from the block; compact
     blocks keep both in block coordinates (for the block's move) and expanded
-    to features (COO, for the Gram rows and the move of v).
+    to features (COO, for the Gram rows and the move of v).  P_j is the answer's
+    psi in its pack.  The G columns are formed by ``steps`` for the steps that
+    take the ground truth (few: stale or inexact answers).
     """
     cdef MaxOracle oracle
     cdef BlockStore st
@@ -667,16 +671,20 @@ cdef class _Replay:
     cdef object _arrays
     # per step j of the round
     cdef float64_t* loss
-    cdef uint8_t* pground            # the answer stands for the truth at w_0
     cdef uint8_t* use_g              # decided by ``steps``: move along G_j
     cdef float64_t* gamma
     cdef float64_t* avgc
-    cdef float64_t* ew               # <E_j, w_0>, <G_j, w_0>
-    cdef float64_t* gw
+    cdef float64_t* ew               # <E_j, w_0>, <P_j, w_0>
+    cdef float64_t* pw
+    cdef float64_t* gg               # ||G_j||^2 (steps that take the truth)
     cdef float64_t* EE               # [j * tau + k] = <E_j, E_k> (k < j; k == j: squared norm)
-    cdef float64_t* EG               # <E_j, G_k>
-    cdef float64_t* GE               # <G_j, E_k>
-    cdef float64_t* GG               # <G_j, G_k>
+    cdef float64_t* PE               # <P_j, E_k> (k < j)
+    cdef float64_t* EG               # <E_j, G_k>, <P_j, G_k> (k < j, when step k takes the truth)
+    cdef float64_t* PG
+    cdef float64_t* GU               # <G_j, e_k> (k < j) of the step ``steps`` is at
+    cdef const int32_t** p_idx       # P_j in its pack (COO, repeats add up)
+    cdef const float64_t** p_val
+    cdef intp_t* p_nnz
     cdef float64_t* e_dense          # dense: E_j at e_dense[j * d]
     cdef int32_t* ce_idx             # compact: E_j and G_j in block coordinates
     cdef float64_t* ce_val
@@ -704,31 +712,30 @@ cdef class _Replay:
         self.compact = st.storage == "compact"
         self.d = oracle.n_features
         self.scale = 1.0 / (lam * oracle.n_blocks)
-        self.mc = max(oracle.max_coords, 1)
-        self.mx = max(oracle.max_expand, 1)
+        self.mc = max(oracle.max_coords, 1) if self.compact else 1
+        self.mx = max(oracle.max_expand, 1) if self.compact else 1
         self.frame_len = self.mc if self.compact else max(self.d, 1)
-        f64 = [np.zeros(tau) for _ in range(5)]
+        f64 = [np.zeros(tau) for _ in range(7)]
         gram = [np.zeros(tau * tau) for _ in range(4)]
-        flags = [np.zeros(tau, dtype=np.uint8) for _ in range(2)]
-        counts = [np.zeros(tau, dtype=np.intp) for _ in range(4)]
-        dense_e = np.zeros(tau * self.d if not self.compact else 1)
-        cidx = [np.zeros(tau * (self.mc if self.compact else 1), dtype=np.int32)
-                for _ in range(2)]
-        cval = [np.zeros(tau * (self.mc if self.compact else 1)) for _ in range(2)]
-        xidx = [np.zeros(tau * (self.mx if self.compact else 1), dtype=np.int32)
-                for _ in range(2)]
-        xval = [np.zeros(tau * (self.mx if self.compact else 1)) for _ in range(2)]
+        counts = [np.zeros(tau, dtype=np.intp) for _ in range(5)]
+        use_g = np.zeros(tau, dtype=np.uint8)
+        dense_e = np.zeros(1 if self.compact else tau * max(self.d, 1))
+        cidx = [np.zeros(tau * self.mc, dtype=np.int32) for _ in range(2)]
+        cval = [np.zeros(tau * self.mc) for _ in range(2)]
+        xidx = [np.zeros(tau * self.mx, dtype=np.int32) for _ in range(2)]
+        xval = [np.zeros(tau * self.mx) for _ in range(2)]
         scratch = np.zeros(n_threads * max(self.d, 1))
         frames = np.zeros(n_threads * self.frame_len)
-        self._arrays = (f64, gram, flags, counts, dense_e, cidx, cval, xidx, xval, scratch,
+        self._arrays = (f64, gram, counts, use_g, dense_e, cidx, cval, xidx, xval, scratch,
                         frames)
         self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
-        self.ew, self.gw = _f64(f64[3]), _f64(f64[4])
-        self.EE, self.EG, self.GE, self.GG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
+        self.ew, self.pw, self.gg, self.GU = _f64(f64[3]), _f64(f64[4]), _f64(f64[5]), \
+            _f64(f64[6])
+        self.EE, self.PE, self.EG, self.PG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
                                               _f64(gram[3]))
-        self.pground, self.use_g = _u8(flags[0]), _u8(flags[1])
+        self.use_g = _u8(use_g)
         self.ce_nnz, self.cg_nnz = _ip(counts[0]), _ip(counts[1])
-        self.xe_nnz, self.xg_nnz = _ip(counts[2]), _ip(counts[3])
+        self.xe_nnz, self.xg_nnz, self.p_nnz = _ip(counts[2]), _ip(counts[3]), _ip(counts[4])
         self.e_dense = _f64(dense_e)
         self.ce_idx, self.cg_idx = _i32(cidx[0]), _i32(cidx[1])
         self.ce_val, self.cg_val = _f64(cval[0]), _f64(cval[1])
@@ -737,17 +744,22 @@ cdef class _Replay:
         self.x, self.frames = _f64(scratch), _f64(frames)
         self.corner_buffers = [st.corner_buffer(oracle, psi=False) for _ in range(n_threads)]
         self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
-        if self.corners == NULL:
+        self.p_idx = <const int32_t**> malloc(tau * sizeof(int32_t*))
+        self.p_val = <const float64_t**> malloc(tau * sizeof(float64_t*))
+        if self.corners == NULL or self.p_idx == NULL or self.p_val == NULL:
             raise MemoryError()
         for k in range(n_threads):
             self.corners[k] = (<CornerBuffer> self.corner_buffers[k]).corner
 
     def __dealloc__(self):
         free(self.corners)
+        free(self.p_idx)
+        free(self.p_val)
 
     cdef int directions(self, intp_t k, intp_t start, const _Pack* pk) except -1 nogil:
-        """E_j and G_j of the answers in ``pk`` (steps start, start + 1, ...), with their
-        squared norms and inner products with w_0."""
+        """E_j and P_j of the answers in ``pk`` (steps start, start + 1, ...), with
+        ||E_j||^2, <E_j, w_0> and <P_j, w_0>.  An answer that stands for the ground
+        truth has P_j = 0, so E_j = G_j."""
         cdef intp_t b, j, i, a, g, q, d = self.d
         cdef float64_t* s = self.frames + k * self.frame_len
         cdef float64_t* e
@@ -760,24 +772,21 @@ cdef class _Replay:
             a = pk.ans_ptr[b]
             i = self.blocks[j]
             self.loss[j] = pk.loss[a]
-            self.pground[j] = pk.ground[a]
+            self.p_idx[j] = pk.psi_idx + pk.psi_ptr[a]
+            self.p_val[j] = pk.psi_val + pk.psi_ptr[a]
+            self.p_nnz[j] = 0 if pk.ground[a] else pk.psi_ptr[a + 1] - pk.psi_ptr[a]
+            self.pw[j] = dot_gather(self.w0, self.p_idx[j], self.p_val[j], self.p_nnz[j])
             wi = self.st._values + self.st._ptr[i]
             if not self.compact:
                 e = self.e_dense + j * d
-                if not pk.ground[a]:
-                    for q in range(pk.psi_ptr[a], pk.psi_ptr[a + 1]):
-                        s[pk.psi_idx[q]] += pk.psi_val[q]
+                _scatter(s, self.p_idx[j], self.p_val[j], self.p_nnz[j])
                 acc = 0.0
-                for g in range(d):
+                for g in range(d):                   # e = 1 w_i + (-scale) s, as ``stats``
                     e[g] = wi[g] + (-self.scale) * s[g]
                     acc += e[g] * e[g]
+                _unscatter(s, self.p_idx[j], self.p_nnz[j])
                 self.EE[j * self.tau + j] = acc
-                if not pk.ground[a]:
-                    for q in range(pk.psi_ptr[a], pk.psi_ptr[a + 1]):
-                        s[pk.psi_idx[q]] = 0.0
                 self.ew[j] = vdot(e, self.w0, d)
-                self.gw[j] = vdot(wi, self.w0, d)
-                self.GG[j * self.tau + j] = vdot(wi, wi, d)
                 continue
             dir.idx, dir.val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
             if pk.ground[a]:
@@ -789,88 +798,108 @@ cdef class _Replay:
                 self.st.form(i, 1.0, s, -self.scale, &dir)
                 self.st.clear_frame(c, s)
             self.ce_nnz[j] = dir.nnz
-            dir.idx, dir.val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
-            self.st.form(i, 1.0, NULL, 0.0, &dir)
-            self.cg_nnz[j] = dir.nnz
             self.xe_nnz[j] = self.oracle.coord_expand(
-                i, self.ce_idx + j * self.mc, self.ce_val + j * self.mc, self.ce_nnz[j],
-                self.xe_idx + j * self.mx, self.xe_val + j * self.mx)
-            self.xg_nnz[j] = self.oracle.coord_expand(
-                i, self.cg_idx + j * self.mc, self.cg_val + j * self.mc, self.cg_nnz[j],
-                self.xg_idx + j * self.mx, self.xg_val + j * self.mx)
-            self.EE[j * self.tau + j] = self.oracle.coord_sqnorm(
-                i, self.ce_idx + j * self.mc, self.ce_val + j * self.mc, self.ce_nnz[j])
-            self.GG[j * self.tau + j] = self.oracle.coord_sqnorm(
-                i, self.cg_idx + j * self.mc, self.cg_val + j * self.mc, self.cg_nnz[j])
+                i, dir.idx, dir.val, dir.nnz, self.xe_idx + j * self.mx,
+                self.xe_val + j * self.mx)
+            self.EE[j * self.tau + j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
             self.ew[j] = dot_gather(self.w0, self.xe_idx + j * self.mx,
                                     self.xe_val + j * self.mx, self.xe_nnz[j])
-            self.gw[j] = dot_gather(self.w0, self.xg_idx + j * self.mx,
-                                    self.xg_val + j * self.mx, self.xg_nnz[j])
         return 0
 
     cdef int gram(self, intp_t k, intp_t parts) except -1 nogil:
-        """Rows j = k, k + parts, ... of the four Gram matrices (entries k < j)."""
+        """Rows j = k, k + parts, ... of <E_j, E_m> and <P_j, E_m> (m < j)."""
         cdef intp_t j, m, r, t = self.tau, d = self.d
         cdef float64_t* x = self.x + k * d
         cdef const float64_t* ej
-        cdef const float64_t* gj
         for r in range((self.nb - k + parts - 1) // parts):
             j = k + r * parts
             if not self.compact:
                 ej = self.e_dense + j * d
-                gj = self.st._values + self.st._ptr[self.blocks[j]]
                 for m in range(j):
                     self.EE[j * t + m] = vdot(ej, self.e_dense + m * d, d)
-                    self.GE[j * t + m] = vdot(gj, self.e_dense + m * d, d)
-                    self.EG[j * t + m] = vdot(ej, self.st._values
-                                              + self.st._ptr[self.blocks[m]], d)
-                    self.GG[j * t + m] = vdot(gj, self.st._values
-                                              + self.st._ptr[self.blocks[m]], d)
+                    self.PE[j * t + m] = dot_gather(self.e_dense + m * d, self.p_idx[j],
+                                                    self.p_val[j], self.p_nnz[j])
                 continue
             _scatter(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx, self.xe_nnz[j])
             for m in range(j):
                 self.EE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
                                                 self.xe_val + m * self.mx, self.xe_nnz[m])
-                self.EG[j * t + m] = dot_gather(x, self.xg_idx + m * self.mx,
-                                                self.xg_val + m * self.mx, self.xg_nnz[m])
             _unscatter(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
-            _scatter(x, self.xg_idx + j * self.mx, self.xg_val + j * self.mx, self.xg_nnz[j])
+            _scatter(x, self.p_idx[j], self.p_val[j], self.p_nnz[j])
             for m in range(j):
-                self.GE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
+                self.PE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
                                                 self.xe_val + m * self.mx, self.xe_nnz[m])
-                self.GG[j * t + m] = dot_gather(x, self.xg_idx + m * self.mx,
-                                                self.xg_val + m * self.mx, self.xg_nnz[m])
-            _unscatter(x, self.xg_idx + j * self.mx, self.xg_nnz[j])
+            _unscatter(x, self.p_idx[j], self.p_nnz[j])
         return 0
 
-    cdef void steps(self, Ledger* b, float64_t lam, bint line_search, float64_t* ell,
-                    float64_t* ell_avg, intp_t* n_steps) noexcept nogil:
-        """Every step size in draw order from the scalars (the serial step of
-        ``_fw.bcfw_steps`` on the replayed answers, with <e_j, w_{j-1}> and the
-        re-scored answer expanded over the earlier moves)."""
+    cdef float64_t _truth(self, intp_t j) except? -1e308 nogil:
+        """G_j for step j, which takes the ground truth: ||G_j||^2 into ``gg``, the
+        column <E_m, G_j>, <P_m, G_j> (m > j), and <G_j, w_{j-1}> (returned)."""
+        cdef intp_t i = self.blocks[j], m, t = self.tau, d = self.d
+        cdef float64_t* x = self.x
+        cdef const float64_t* wi = self.st._values + self.st._ptr[i]
+        cdef float64_t dot
+        cdef Direction dir
+        if not self.compact:
+            self.gg[j] = vdot(wi, wi, d)
+            dot = vdot(wi, self.w0, d)
+            for m in range(j):
+                dot -= self.gamma[m] * vdot(wi, self.st._values
+                                            + self.st._ptr[self.blocks[m]]
+                                            if self.use_g[m] else self.e_dense + m * d, d)
+            for m in range(j + 1, self.nb):
+                self.EG[m * t + j] = vdot(self.e_dense + m * d, wi, d)
+                self.PG[m * t + j] = dot_gather(wi, self.p_idx[m], self.p_val[m],
+                                                self.p_nnz[m])
+            return dot
+        dir.idx, dir.val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
+        self.st.form(i, 1.0, NULL, 0.0, &dir)
+        self.cg_nnz[j] = dir.nnz
+        self.xg_nnz[j] = self.oracle.coord_expand(i, dir.idx, dir.val, dir.nnz,
+                                                  self.xg_idx + j * self.mx,
+                                                  self.xg_val + j * self.mx)
+        self.gg[j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
+        dot = dot_gather(self.w0, self.xg_idx + j * self.mx, self.xg_val + j * self.mx,
+                         self.xg_nnz[j])
+        _scatter(x, self.xg_idx + j * self.mx, self.xg_val + j * self.mx, self.xg_nnz[j])
+        for m in range(j):
+            if self.use_g[m]:
+                dot -= self.gamma[m] * dot_gather(x, self.xg_idx + m * self.mx,
+                                                  self.xg_val + m * self.mx, self.xg_nnz[m])
+            else:
+                dot -= self.gamma[m] * dot_gather(x, self.xe_idx + m * self.mx,
+                                                  self.xe_val + m * self.mx, self.xe_nnz[m])
+        for m in range(j + 1, self.nb):
+            self.EG[m * t + j] = dot_gather(x, self.xe_idx + m * self.mx,
+                                            self.xe_val + m * self.mx, self.xe_nnz[m])
+            self.PG[m * t + j] = dot_gather(x, self.p_idx[m], self.p_val[m], self.p_nnz[m])
+        _unscatter(x, self.xg_idx + j * self.mx, self.xg_nnz[j])
+        return dot
+
+    cdef int steps(self, Ledger* b, float64_t lam, bint line_search, float64_t* ell,
+                   float64_t* ell_avg, intp_t* n_steps) except -1 nogil:
+        """Every step size in draw order from the scalars: the serial step of
+        ``_fw.bcfw_steps`` on the replayed answers, with <E_j, w_{j-1}> and the
+        re-scored answer's <P_j, w_{j-1}> expanded over the earlier moves."""
         cdef intp_t n = self.oracle.n_blocks, t = self.tau, j, m, i, step
-        cdef float64_t dot_e, dot_g, pw, score, dot, sq, ell_s, gap, gam, ell_step
+        cdef float64_t dot, pw, sq, ell_s, gap, gam, ell_step
         for j in range(self.nb):
             i = self.blocks[j]
-            dot_e, dot_g = self.ew[j], self.gw[j]
+            dot, pw = self.ew[j], self.pw[j]
             for m in range(j):
                 if self.use_g[m]:
-                    dot_e -= self.gamma[m] * self.EG[j * t + m]
-                    dot_g -= self.gamma[m] * self.GG[j * t + m]
+                    dot -= self.gamma[m] * self.EG[j * t + m]
+                    pw -= self.gamma[m] * self.PG[j * t + m]
                 else:
-                    dot_e -= self.gamma[m] * self.EE[j * t + m]
-                    dot_g -= self.gamma[m] * self.GE[j * t + m]
-            self.use_g[j] = self.pground[j]
-            if not self.pground[j]:
-                pw = (dot_g - dot_e) / self.scale          # <psi_j, w_{j-1}>
-                score = self.loss[j] - pw
-                # As ``AnswerOracle``: a stale answer below the truth is replaced by it
-                # (not an inexact oracle: not counted in ``replaced``).
-                self.use_g[j] = score < -1e-12 * (1.0 + fabs(pw))
+                    dot -= self.gamma[m] * self.EE[j * t + m]
+                    pw -= self.gamma[m] * self.PE[j * t + m]
+            # As ``AnswerOracle``: a stale answer below the truth is replaced by it
+            # (not an inexact oracle: not counted in ``replaced``).
+            self.use_g[j] = self.loss[j] - pw < -1e-12 * (1.0 + fabs(pw))
             if self.use_g[j]:
-                dot, sq, ell_s = dot_g, self.GG[j * t + j], 0.0
+                dot, sq, ell_s = self._truth(j), self.gg[j], 0.0
             else:
-                dot, sq, ell_s = dot_e, self.EE[j * t + j], self.loss[j] / n
+                sq, ell_s = self.EE[j * t + j], self.loss[j] / n
             gap = lam * dot - b.ell[i] + ell_s
             b.gap_estimates[i] = gap
             if line_search:
@@ -885,6 +914,7 @@ cdef class _Replay:
             ell[0] += ell_step
             ell_avg[0] = ((step - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (step + 1.0)
             n_steps[0] = step
+        return 0
 
     cdef int moves(self, intp_t k, intp_t parts) except -1 nogil:
         """Features [k d / parts, (k + 1) d / parts) of v (and the average) receive every
