@@ -699,7 +699,7 @@ cdef class _Replay:
     cdef intp_t* xe_nnz
     cdef intp_t* xg_nnz
     # per thread
-    cdef float64_t* x                # d zeros between uses
+    cdef float64_t* x                # 2 d zeros between uses
     cdef float64_t* frames           # frame scratch (zeros between uses)
     cdef intp_t frame_len
     cdef list corner_buffers
@@ -724,7 +724,7 @@ cdef class _Replay:
         cval = [np.zeros(tau * self.mc) for _ in range(2)]
         xidx = [np.zeros(tau * self.mx, dtype=np.int32) for _ in range(2)]
         xval = [np.zeros(tau * self.mx) for _ in range(2)]
-        scratch = np.zeros(n_threads * max(self.d, 1))
+        scratch = np.zeros(n_threads * 2 * max(self.d, 1))
         frames = np.zeros(n_threads * self.frame_len)
         self._arrays = (f64, gram, counts, use_g, dense_e, cidx, cval, xidx, xval, scratch,
                         frames)
@@ -809,7 +809,7 @@ cdef class _Replay:
     cdef int gram(self, intp_t k, intp_t parts) except -1 nogil:
         """Rows j = k, k + parts, ... of <E_j, E_m> and <P_j, E_m> (m < j)."""
         cdef intp_t j, m, r, t = self.tau, d = self.d
-        cdef float64_t* x = self.x + k * d
+        cdef float64_t* x = self.x + 2 * k * d
         cdef const float64_t* ej
         for r in range((self.nb - k + parts - 1) // parts):
             j = k + r * parts
@@ -820,16 +820,15 @@ cdef class _Replay:
                     self.PE[j * t + m] = dot_gather(self.e_dense + m * d, self.p_idx[j],
                                                     self.p_val[j], self.p_nnz[j])
                 continue
-            _scatter(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx, self.xe_nnz[j])
+            # E_j and P_j side by side (x[2g], x[2g + 1]): one read of each E_m
+            _scatter2(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx,
+                      self.xe_nnz[j], 0)
+            _scatter2(x, self.p_idx[j], self.p_val[j], self.p_nnz[j], 1)
             for m in range(j):
-                self.EE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
-                                                self.xe_val + m * self.mx, self.xe_nnz[m])
-            _unscatter(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
-            _scatter(x, self.p_idx[j], self.p_val[j], self.p_nnz[j])
-            for m in range(j):
-                self.PE[j * t + m] = dot_gather(x, self.xe_idx + m * self.mx,
-                                                self.xe_val + m * self.mx, self.xe_nnz[m])
-            _unscatter(x, self.p_idx[j], self.p_nnz[j])
+                _dot2(x, self.xe_idx + m * self.mx, self.xe_val + m * self.mx,
+                      self.xe_nnz[m], &self.EE[j * t + m], &self.PE[j * t + m])
+            _unscatter2(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
+            _unscatter2(x, self.p_idx[j], self.p_nnz[j])
         return 0
 
     cdef float64_t _truth(self, intp_t j) except? -1e308 nogil:
@@ -977,6 +976,41 @@ cdef inline void _unscatter(float64_t* x, const int32_t* idx, intp_t nnz) noexce
     cdef intp_t q
     for q in range(nnz):
         x[idx[q]] = 0.0
+
+
+cdef inline void _scatter2(float64_t* x, const int32_t* idx, const float64_t* val,
+                           intp_t nnz, intp_t slot) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q] + slot] += val[q]
+
+
+cdef inline void _unscatter2(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q]] = 0.0
+        x[2 * idx[q] + 1] = 0.0
+
+
+cdef inline void _dot2(const float64_t* x, const int32_t* idx, const float64_t* val,
+                       intp_t nnz, float64_t* out0, float64_t* out1) noexcept nogil:
+    """out0 = sum_q x[2 idx[q]] val[q] and out1 = sum_q x[2 idx[q] + 1] val[q]."""
+    cdef float64_t a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0
+    cdef intp_t q, n2 = nnz - nnz % 2
+    cdef const float64_t* xq
+    for q in range(0, n2, 2):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+        xq = x + 2 * idx[q + 1]
+        a1 += xq[0] * val[q + 1]
+        b1 += xq[1] * val[q + 1]
+    for q in range(n2, nnz):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+    out0[0] = a0 + a1
+    out1[0] = b0 + b1
 
 
 cdef float64_t* _f64(a):
