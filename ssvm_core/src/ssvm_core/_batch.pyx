@@ -657,7 +657,9 @@ cdef class _Replay:
     Dense blocks keep E_j as a dense d-vector and read G_j from the block; compact
     blocks keep both in block coordinates (for the block's move) and expanded
     to features (COO, for the Gram rows and the move of v).  P_j is the answer's
-    psi in its pack.  The G columns are formed by ``steps`` for the steps that
+    psi (COO).  Each thread makes its calls with its own corner (with the block
+    coordinates for compact blocks), so no answer is packed or re-evaluated.
+    The G columns are formed by ``steps`` for the steps that
     take the ground truth (few: stale or inexact answers).
     """
     cdef MaxOracle oracle
@@ -682,9 +684,13 @@ cdef class _Replay:
     cdef float64_t* EG               # <E_j, G_k>, <P_j, G_k> (k < j, when step k takes the truth)
     cdef float64_t* PG
     cdef float64_t* GU               # <G_j, e_k> (k < j) of the step ``steps`` is at
-    cdef const int32_t** p_idx       # P_j in its pack (COO, repeats add up)
+    cdef const int32_t** p_idx       # P_j (COO, repeats add up) ...
     cdef const float64_t** p_val
     cdef intp_t* p_nnz
+    cdef int32_t* ps_idx             # ... in these slabs (mp entries per step)
+    cdef float64_t* ps_val
+    cdef intp_t mp
+    cdef intp_t* replaced            # per thread: answers below the truth at w_0
     cdef float64_t* e_dense          # dense: E_j at e_dense[j * d]
     cdef int32_t* ce_idx             # compact: E_j and G_j in block coordinates
     cdef float64_t* ce_val
@@ -726,8 +732,13 @@ cdef class _Replay:
         xval = [np.zeros(tau * self.mx) for _ in range(2)]
         scratch = np.zeros(n_threads * 2 * max(self.d, 1))
         frames = np.zeros(n_threads * self.frame_len)
+        self.mp = max(self.d if oracle.dense_psi else oracle.max_psi_nnz, 1)
+        ps_idx = np.zeros(tau * self.mp, dtype=np.int32)
+        ps_val = np.zeros(tau * self.mp)
+        replaced = np.zeros(n_threads, dtype=np.intp)
         self._arrays = (f64, gram, counts, use_g, dense_e, cidx, cval, xidx, xval, scratch,
-                        frames)
+                        frames, ps_idx, ps_val, replaced)
+        self.ps_idx, self.ps_val, self.replaced = _i32(ps_idx), _f64(ps_val), _ip(replaced)
         self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
         self.ew, self.pw, self.gg, self.GU = _f64(f64[3]), _f64(f64[4]), _f64(f64[5]), \
             _f64(f64[6])
@@ -742,7 +753,9 @@ cdef class _Replay:
         self.xe_idx, self.xg_idx = _i32(xidx[0]), _i32(xidx[1])
         self.xe_val, self.xg_val = _f64(xval[0]), _f64(xval[1])
         self.x, self.frames = _f64(scratch), _f64(frames)
-        self.corner_buffers = [st.corner_buffer(oracle, psi=False) for _ in range(n_threads)]
+        # the answers' psi in features and, with compact blocks, their coordinates
+        self.corner_buffers = [CornerBuffer(oracle, self.compact, True)
+                               for _ in range(n_threads)]
         self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
         self.p_idx = <const int32_t**> malloc(tau * sizeof(int32_t*))
         self.p_val = <const float64_t**> malloc(tau * sizeof(float64_t*))
@@ -750,50 +763,68 @@ cdef class _Replay:
             raise MemoryError()
         for k in range(n_threads):
             self.corners[k] = (<CornerBuffer> self.corner_buffers[k]).corner
+            self.corners[k].theta = NULL          # A_i^T w is not read
 
     def __dealloc__(self):
         free(self.corners)
         free(self.p_idx)
         free(self.p_val)
 
-    cdef int directions(self, intp_t k, intp_t start, const _Pack* pk) except -1 nogil:
-        """E_j and P_j of the answers in ``pk`` (steps start, start + 1, ...), with
-        ||E_j||^2, <E_j, w_0> and <P_j, w_0>.  An answer that stands for the ground
-        truth has P_j = 0, so E_j = G_j."""
-        cdef intp_t b, j, i, a, g, q, d = self.d
+    cdef int directions(self, intp_t k, intp_t start, intp_t count) except -1 nogil:
+        """The calls of steps start .. start + count - 1 at w_0 and their E_j and P_j,
+        with ||E_j||^2, <E_j, w_0> and <P_j, w_0>.  An answer below the ground truth
+        at w_0 (an inexact oracle) stands for the truth: P_j = 0, so E_j = G_j."""
+        cdef intp_t b, j, i, g, q, nnz, d = self.d
         cdef float64_t* s = self.frames + k * self.frame_len
         cdef float64_t* e
         cdef const float64_t* wi
         cdef float64_t acc
+        cdef int32_t* pi
+        cdef float64_t* pv
         cdef Corner* c = &self.corners[k]
+        cdef bint ground
         cdef Direction dir
-        for b in range(pk.n_blocks):
+        self.replaced[k] = 0
+        for b in range(count):
             j = start + b
-            a = pk.ans_ptr[b]
             i = self.blocks[j]
-            self.loss[j] = pk.loss[a]
-            self.p_idx[j] = pk.psi_idx + pk.psi_ptr[a]
-            self.p_val[j] = pk.psi_val + pk.psi_ptr[a]
-            self.p_nnz[j] = 0 if pk.ground[a] else pk.psi_ptr[a + 1] - pk.psi_ptr[a]
-            self.pw[j] = dot_gather(self.w0, self.p_idx[j], self.p_val[j], self.p_nnz[j])
+            self.oracle.solve(i, self.w0, c)
+            ground = below_ground_truth(c)
+            if ground:
+                self.replaced[k] += 1
+            self.loss[j] = 0.0 if ground else c.loss
+            pi, pv = self.ps_idx + j * self.mp, self.ps_val + j * self.mp
+            nnz = 0
+            if ground:
+                pass
+            elif c.psi_idx == NULL:                  # dense psi: keep its nonzeros
+                for g in range(d):
+                    if c.psi_val[g] != 0.0:
+                        pi[nnz] = <int32_t> g
+                        pv[nnz] = c.psi_val[g]
+                        nnz += 1
+            else:
+                nnz = c.psi_nnz
+                memcpy(pi, c.psi_idx, nnz * sizeof(int32_t))
+                memcpy(pv, c.psi_val, nnz * sizeof(float64_t))
+            self.p_idx[j], self.p_val[j], self.p_nnz[j] = pi, pv, nnz
+            self.pw[j] = dot_gather(self.w0, pi, pv, nnz)
             wi = self.st._values + self.st._ptr[i]
             if not self.compact:
                 e = self.e_dense + j * d
-                _scatter(s, self.p_idx[j], self.p_val[j], self.p_nnz[j])
+                _scatter(s, pi, pv, nnz)
                 acc = 0.0
                 for g in range(d):                   # e = 1 w_i + (-scale) s, as ``stats``
                     e[g] = wi[g] + (-self.scale) * s[g]
                     acc += e[g] * e[g]
-                _unscatter(s, self.p_idx[j], self.p_nnz[j])
+                _unscatter(s, pi, nnz)
                 self.EE[j * self.tau + j] = acc
                 self.ew[j] = vdot(e, self.w0, d)
                 continue
             dir.idx, dir.val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
-            if pk.ground[a]:
+            if ground:
                 self.st.form(i, 1.0, NULL, 0.0, &dir)
             else:
-                self.oracle.evaluate(i, pk.labels + pk.lab_ptr[a],
-                                     pk.lab_ptr[a + 1] - pk.lab_ptr[a], self.w0, c)
                 self.st.frame(c, i, s)
                 self.st.form(i, 1.0, s, -self.scale, &dir)
                 self.st.clear_frame(c, s)
@@ -1134,11 +1165,11 @@ cdef class _Crew:
             return self.job.gram(k, self.parts)
         if self.stage == 3:
             return self.job.moves(k, self.parts)
+        if self.stage == 1:
+            return self.job.directions(k, start, size + (1 if k < extra else 0))
         _pack_reset(&self.packs[k])
         _solve_into(self.oracle, self.w, self.blocks + start, size + (1 if k < extra else 0),
                     1, &self.corners[k], &self.packs[k])
-        if self.stage == 1:
-            self.job.directions(k, start, &self.packs[k])
         return 0
 
     cdef int calls(self, const float64_t* w, const intp_t* blocks, intp_t nb) except -1 nogil:
@@ -1341,7 +1372,7 @@ cdef int _replay_rounds(_Crew crew, _Replay job, Ledger* b, Primal* p,
             return 1
         n_calls[0] += nb
         for k in range(crew.parts):
-            n_replaced[0] += crew.packs[k].replaced
+            n_replaced[0] += job.replaced[k]
         if nb > 1 and crew.run_stage(2, p.w, blocks, nb):
             return 1
         job.steps(b, lam, line_search, ell, ell_avg, n_steps)
