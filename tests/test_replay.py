@@ -8,7 +8,15 @@ import pytest
 from sklearn.base import clone
 from strategies import DelegatingOracle
 
-from ssvm_core import BruteForceOracle, FrankWolfeSSVM, SolverState, _fw, as_oracle, solve
+from ssvm_core import (
+    BruteForceOracle,
+    FrankWolfeSSVM,
+    SolverState,
+    _batch,
+    _fw,
+    as_oracle,
+    solve,
+)
 from ssvm_core._batch import AnswerOracle, fw_rounds, replay_fallback, replay_rounds, solve_blocks
 from ssvm_core.executors import SerialExecutor, ThreadExecutor
 from ssvm_core.minibatch import minibatch_pass
@@ -137,6 +145,9 @@ def test_stale_answers_below_the_truth_are_replaced_as_in_the_serial_replay(bloc
             replay_rounds(o, state, order, np.array([0, o.n_blocks], dtype=np.intp), True,
                           threads)
     assert stale > 0
+    # the scratch kept for the next pass is all zeros again (the Gram rows and the
+    # ground truth's columns clear what they scatter)
+    assert _batch._FREE_SCRATCH and all(not a.any() for a in _batch._FREE_SCRATCH)
     for state in states:
         _assert_close(state, ref)
         assert state.replaced_answers == 0           # staleness, not an inexact oracle
