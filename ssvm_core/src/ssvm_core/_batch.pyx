@@ -683,7 +683,6 @@ cdef class _Replay:
     cdef float64_t* PE               # <P_j, E_k> (k < j)
     cdef float64_t* EG               # <E_j, G_k>, <P_j, G_k> (k < j, when step k takes the truth)
     cdef float64_t* PG
-    cdef float64_t* GU               # <G_j, e_k> (k < j) of the step ``steps`` is at
     cdef const int32_t** p_idx       # P_j (COO, repeats add up) ...
     cdef const float64_t** p_val
     cdef intp_t* p_nnz
@@ -722,7 +721,7 @@ cdef class _Replay:
         self.mc = max(oracle.max_coords, 1) if self.compact else 1
         self.mx = max(oracle.max_expand, 1) if self.compact else 1
         self.frame_len = self.mc if self.compact else max(self.d, 1)
-        f64 = [np.zeros(tau) for _ in range(7)]
+        f64 = [np.zeros(tau) for _ in range(6)]
         gram = [np.zeros(tau * tau) for _ in range(4)]
         counts = [np.zeros(tau, dtype=np.intp) for _ in range(5)]
         use_g = np.zeros(tau, dtype=np.uint8)
@@ -742,8 +741,7 @@ cdef class _Replay:
                         frames, ps_idx, ps_val, replaced)
         self.ps_idx, self.ps_val, self.replaced = _i32(ps_idx), _f64(ps_val), _ip(replaced)
         self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
-        self.ew, self.pw, self.gg, self.GU = _f64(f64[3]), _f64(f64[4]), _f64(f64[5]), \
-            _f64(f64[6])
+        self.ew, self.pw, self.gg = _f64(f64[3]), _f64(f64[4]), _f64(f64[5])
         self.EE, self.PE, self.EG, self.PG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
                                               _f64(gram[3]))
         self.use_g = _u8(use_g)
@@ -776,7 +774,7 @@ cdef class _Replay:
         """The calls of steps start .. start + count - 1 at w_0 and their E_j and P_j,
         with ||E_j||^2, <E_j, w_0> and <P_j, w_0>.  An answer below the ground truth
         at w_0 (an inexact oracle) stands for the truth: P_j = 0, so E_j = G_j."""
-        cdef intp_t b, j, i, g, q, nnz, d = self.d
+        cdef intp_t b, j, i, g, nnz, d = self.d
         cdef float64_t* s = self.frames + k * self.frame_len
         cdef float64_t* e
         cdef const float64_t* wi
