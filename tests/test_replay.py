@@ -286,3 +286,17 @@ def test_cli_parallel_steps_follow_the_serial_rounds(tmp_path):
     np.testing.assert_array_equal(b, c)
     config = json.loads((tmp_path / "2" / "history.json").read_text())["config"]
     assert config["parallel_steps"] is True
+
+
+@pytest.mark.parametrize("kw", [dict(sampling="gap"), dict(active_sets=True, step="pairwise")])
+def test_rounds_made_in_python_keep_their_steps_in_the_master(kw):
+    o = _chain("compact")
+    ref = SolverState.for_oracle(o, 0.01, active_sets=kw.get("active_sets", False))
+    state = ref.copy()
+    with ThreadExecutor(2) as pool:
+        for _ in range(2):
+            minibatch_pass(o, ref, pool, np.random.default_rng(3), 8, **kw)
+            minibatch_pass(o, state, pool, np.random.default_rng(3), 8, parallel_steps=True,
+                           **kw)
+    np.testing.assert_array_equal(state.w, ref.w)
+    np.testing.assert_array_equal(state.block_values, ref.block_values)
