@@ -96,17 +96,21 @@ def test_replay_equals_the_serial_minibatch_for_1_2_3_threads(kind):
 @pytest.mark.parametrize("blocks", ["dense", "compact"])
 def test_replay_never_decreases_the_dual(blocks):
     o = _chain(blocks)
-    state = SolverState.for_oracle(o, 0.001)
+    state = SolverState.for_oracle(o, 0.001, averaging=False)      # no average to move
+    ref = state.copy()
     rng = np.random.default_rng(0)
     duals = [dual_objective(state)]
     for _ in range(5):
         order, bounds = _rounds(rng, o.n_blocks, 16)
         for r in range(bounds.shape[0] - 1):         # one round at a time
-            replay_rounds(o, state, order[bounds[r]:bounds[r + 1]].copy(),
-                          np.array([0, bounds[r + 1] - bounds[r]], dtype=np.intp), True, 2)
+            one = (order[bounds[r]:bounds[r + 1]].copy(),
+                   np.array([0, bounds[r + 1] - bounds[r]], dtype=np.intp))
+            replay_rounds(o, state, *one, True, 2)
+            fw_rounds(o, ref, *one, True, 1)
             duals.append(dual_objective(state))
     assert np.all(np.diff(duals) >= -1e-13 * np.abs(duals[1:]))
     assert duals[-1] > duals[1] > 0.0
+    _assert_close(state, ref)
     _check_w_is_the_sum_of_blocks(o, state)
 
 
