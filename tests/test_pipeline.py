@@ -202,6 +202,7 @@ def test_solve_certificate_is_primal_minus_dual():
     (dict(batch_blocks=2), "batch_blocks"),
     (dict(batch=True), "batch"),
     (dict(pipeline_cache_steps=2), "needs cache=True"),
+    (dict(parallel_steps=True, executor="threads"), "pick one"),
     (dict(pipeline_lag=None, pipeline_cache_steps=2, cache=True), "needs pipeline_lag"),
     (dict(line_search=False), "line_search"),
     (dict(sampling="gap"), "not 'gap'"),

@@ -7,7 +7,9 @@ from ``$SSVM_DATA_HOME/ocr``; synthetic ``ocr_like`` words of the same size
 without it, and the report says so).  For each problem:
 
 - **time per pass** for every tau in ``--taus`` and every executor in
-  ``--executors`` (``serial``; ``threads``: ``ThreadExecutor(2)``; ``dask``:
+  ``--executors`` (``serial``; ``threads``: ``ThreadExecutor(2)``; ``replay``: the
+  same threads making the steps too, ``minibatch_pass(parallel_steps=True)``,
+  exact parallel replay (``_batch.replay_rounds``); ``dask``:
   a ``LocalCluster`` of 2 worker processes, one thread each): wall seconds
   of a pass of n block steps from a state warmed by one BCFW pass, median
   of ``--timing-passes``; for Dask split into the time waiting for answers
@@ -73,7 +75,7 @@ from ssvm_core.pipeline import Pipeline
 
 PROBLEMS = ("pose", "horseseg", "ocr", "conll")
 DEFAULT_PROBLEMS = ("pose", "horseseg", "ocr")
-EXECUTORS = ("serial", "threads", "dask")
+EXECUTORS = ("serial", "threads", "replay", "dask")
 
 
 class _Metered(Executor):
@@ -143,7 +145,8 @@ def _worker_cpu(executor) -> float:
     return max(client.run(time.process_time).values())
 
 
-def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState) -> dict:
+def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState,
+                 parallel_steps: bool = False) -> dict:
     """Median wall seconds per pass (and its split) from copies of ``warm``.
 
     ``cpu_s`` is this process's CPU time (all its threads); ``worker_cpu_s`` the
@@ -163,7 +166,8 @@ def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState)
             order = rng.integers(0, oracle.n_blocks, size=oracle.n_blocks).astype(np.intp)
             _fw.bcfw_pass(oracle, state, order, True)
         else:
-            minibatch_pass(oracle, state, meter or executor, rng, tau)
+            minibatch_pass(oracle, state, meter or executor, rng, tau,
+                           parallel_steps=parallel_steps)
         wall = time.perf_counter() - start
         # In-process executors run whole passes in compiled code (``_batch.fw_rounds``):
         # the calls and the steps interleave there and are not timed apart.
@@ -252,7 +256,7 @@ def _w_bytes_run(prob: dict, client, tau: int, rounds: int, warm: SolverState,
 def _executor(name: str, stack: contextlib.ExitStack, workers: int):
     if name == "serial":
         return SerialExecutor()
-    if name == "threads":
+    if name in ("threads", "replay"):
         return stack.enter_context(ThreadExecutor(workers))
     import distributed
 
@@ -334,7 +338,7 @@ def main(argv: list[str] | None = None) -> dict:
                 for ename, ex in executors.items():
                     plain = ename == "serial" and tau == 1
                     row = _time_passes(prob, None if plain else ex, tau, args.timing_passes,
-                                       warm)
+                                       warm, parallel_steps=ename == "replay")
                     row.update(problem=pname, executor=ename, tau=tau, kind="time")
                     timing_rows.append(row)
                     line += f"  {ename} {row['pass_s']:.3f}s (cpu {row['cpu_s']:.3f})"
@@ -411,7 +415,7 @@ def _summarise(report: dict, args) -> None:
                 summary[f"{pname}/{ename}/tau={tau}/speedup_vs_bcfw"] = base / seconds
         for tau in args.taus:
             same = by.get((pname, "serial", tau))
-            for ename in ("threads", "dask"):
+            for ename in ("threads", "replay", "dask"):
                 if same and (pname, ename, tau) in by:
                     summary[f"{pname}/{ename}/tau={tau}/speedup_vs_serial"] = \
                         same / by[(pname, ename, tau)]

@@ -16,17 +16,19 @@ import numpy as np
 
 from libc.stdint cimport uint8_t
 from libc.stdlib cimport calloc, free, malloc, qsort, realloc
-from libc.math cimport isnan
+from libc.math cimport fabs, isnan
 from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, DelegatingOracle, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_dot
-from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
+from ssvm_core._blocks cimport (Ledger, Primal, below_ground_truth, step_size,
+                                use_ground_truth)
 from ssvm_core._fw cimport bcfw_steps
 from ssvm_core._linesearch cimport LINE_WORK
 from ssvm_core._sampling cimport Sampler
 from ssvm_core._storage cimport BlockStore, Direction
+from ssvm_core._vector cimport dot as vdot, dot_gather
 from ssvm_core._view cimport StateView
 
 from ssvm_core.step_counts import StepCounts
@@ -640,6 +642,448 @@ cdef int _by_block(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+# ---------------------------------------------------------------------------
+# Parallel replay of a round's block steps (see ``replay_rounds``).  Step j of
+# a round moves block i_j along -e_j, e_j = E_j = w_i - v_s in features, or
+# e_j = G_j = w_i when its answer falls below the ground truth at the current
+# point.  The blocks are distinct, so E_j, G_j and P_j = psi_i(y_j) are fixed at
+# the round's w_0, and every scalar a step needs is an inner product among them
+# and with w_0: <E_j, w_{j-1}> and the re-scored answer's <P_j, w_{j-1}> from the
+# rows <E_j, e_k>, <P_j, e_k> (k < j); G_j only when step j takes the truth.
+
+cdef class _Replay:
+    """Directions, Gram rows, step sizes and moves of one round, for ``n_threads`` threads.
+
+    Dense blocks keep E_j as a dense d-vector and read G_j from the block; compact
+    blocks keep both in block coordinates (for the block's move) and expanded
+    to features (COO, for the Gram rows and the move of v).  P_j is the answer's
+    psi (COO).  Each thread makes its calls with its own corner (with the block
+    coordinates for compact blocks), so no answer is packed or re-evaluated.
+    The G columns are formed by ``steps`` for the steps that
+    take the ground truth (few: stale or inexact answers).
+    """
+    cdef MaxOracle oracle
+    cdef BlockStore st
+    cdef bint compact
+    cdef intp_t tau, d, mc, mx, n_threads, nb
+    cdef float64_t scale
+    cdef Primal* p
+    cdef const float64_t* w0
+    cdef const intp_t* blocks
+    cdef object _arrays
+    # per step j of the round
+    cdef float64_t* loss
+    cdef uint8_t* use_g              # decided by ``steps``: move along G_j
+    cdef float64_t* gamma
+    cdef float64_t* avgc
+    cdef float64_t* ew               # <E_j, w_0>, <P_j, w_0>
+    cdef float64_t* pw
+    cdef float64_t* gg               # ||G_j||^2 (steps that take the truth)
+    cdef float64_t* EE               # [j * tau + k] = <E_j, E_k> (k < j; k == j: squared norm)
+    cdef float64_t* PE               # <P_j, E_k> (k < j)
+    cdef float64_t* EG               # <E_j, G_k>, <P_j, G_k> (k < j, when step k takes the truth)
+    cdef float64_t* PG
+    cdef const int32_t** p_idx       # P_j (COO, repeats add up) ...
+    cdef const float64_t** p_val
+    cdef intp_t* p_nnz
+    cdef int32_t* ps_idx             # ... in these slabs (mp entries per step)
+    cdef float64_t* ps_val
+    cdef intp_t mp
+    cdef intp_t* replaced            # per thread: answers below the truth at w_0
+    cdef float64_t* e_dense          # dense: E_j at e_dense[j * d]
+    cdef int32_t* ce_idx             # compact: E_j and G_j in block coordinates
+    cdef float64_t* ce_val
+    cdef int32_t* cg_idx
+    cdef float64_t* cg_val
+    cdef intp_t* ce_nnz
+    cdef intp_t* cg_nnz
+    cdef int32_t* xe_idx             # ... and expanded to features
+    cdef float64_t* xe_val
+    cdef int32_t* xg_idx
+    cdef float64_t* xg_val
+    cdef intp_t* xe_nnz
+    cdef intp_t* xg_nnz
+    # per thread
+    cdef float64_t* x                # 2 d zeros between uses
+    cdef float64_t* frames           # frame scratch (zeros between uses)
+    cdef intp_t frame_len
+    cdef list corner_buffers
+    cdef Corner* corners
+    cdef object scratch              # the array behind x (``_take_scratch``)
+
+    def __cinit__(self, MaxOracle oracle, BlockStore st, intp_t tau, intp_t n_threads,
+                  float64_t lam):
+        cdef intp_t k
+        self.oracle, self.st, self.tau, self.n_threads = oracle, st, tau, n_threads
+        self.compact = st.storage == "compact"
+        self.d = oracle.n_features
+        self.scale = 1.0 / (lam * oracle.n_blocks)
+        self.mc = max(oracle.max_coords, 1) if self.compact else 1
+        self.mx = max(oracle.max_expand, 1) if self.compact else 1
+        self.frame_len = self.mc if self.compact else max(self.d, 1)
+        f64 = [np.zeros(tau) for _ in range(6)]
+        gram = [np.zeros(tau * tau) for _ in range(4)]
+        counts = [np.zeros(tau, dtype=np.intp) for _ in range(5)]
+        use_g = np.zeros(tau, dtype=np.uint8)
+        dense_e = np.zeros(1 if self.compact else tau * max(self.d, 1))
+        cidx = [np.zeros(tau * self.mc, dtype=np.int32) for _ in range(2)]
+        cval = [np.zeros(tau * self.mc) for _ in range(2)]
+        xidx = [np.zeros(tau * self.mx, dtype=np.int32) for _ in range(2)]
+        xval = [np.zeros(tau * self.mx) for _ in range(2)]
+        scratch = _take_scratch(n_threads * 2 * max(self.d, 1))
+        self.scratch = scratch
+        frames = np.zeros(n_threads * self.frame_len)
+        self.mp = max(self.d if oracle.dense_psi else oracle.max_psi_nnz, 1)
+        ps_idx = np.zeros(tau * self.mp, dtype=np.int32)
+        ps_val = np.zeros(tau * self.mp)
+        replaced = np.zeros(n_threads, dtype=np.intp)
+        self._arrays = (f64, gram, counts, use_g, dense_e, cidx, cval, xidx, xval, scratch,
+                        frames, ps_idx, ps_val, replaced)
+        self.ps_idx, self.ps_val, self.replaced = _i32(ps_idx), _f64(ps_val), _ip(replaced)
+        self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
+        self.ew, self.pw, self.gg = _f64(f64[3]), _f64(f64[4]), _f64(f64[5])
+        self.EE, self.PE, self.EG, self.PG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
+                                              _f64(gram[3]))
+        self.use_g = _u8(use_g)
+        self.ce_nnz, self.cg_nnz = _ip(counts[0]), _ip(counts[1])
+        self.xe_nnz, self.xg_nnz, self.p_nnz = _ip(counts[2]), _ip(counts[3]), _ip(counts[4])
+        self.e_dense = _f64(dense_e)
+        self.ce_idx, self.cg_idx = _i32(cidx[0]), _i32(cidx[1])
+        self.ce_val, self.cg_val = _f64(cval[0]), _f64(cval[1])
+        self.xe_idx, self.xg_idx = _i32(xidx[0]), _i32(xidx[1])
+        self.xe_val, self.xg_val = _f64(xval[0]), _f64(xval[1])
+        self.x, self.frames = _f64(scratch), _f64(frames)
+        # the answers' psi in features and, with compact blocks, their coordinates
+        self.corner_buffers = [CornerBuffer(oracle, self.compact, True)
+                               for _ in range(n_threads)]
+        self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
+        self.p_idx = <const int32_t**> malloc(tau * sizeof(int32_t*))
+        self.p_val = <const float64_t**> malloc(tau * sizeof(float64_t*))
+        if self.corners == NULL or self.p_idx == NULL or self.p_val == NULL:
+            raise MemoryError()
+        for k in range(n_threads):
+            self.corners[k] = (<CornerBuffer> self.corner_buffers[k]).corner
+            self.corners[k].theta = NULL          # A_i^T w is not read
+
+    def __dealloc__(self):
+        free(self.corners)
+        free(self.p_idx)
+        free(self.p_val)
+
+    cdef int directions(self, intp_t k, intp_t start, intp_t count) except -1 nogil:
+        """The calls of steps start .. start + count - 1 at w_0 and their E_j and P_j,
+        with ||E_j||^2, <E_j, w_0> and <P_j, w_0>.  An answer below the ground truth
+        at w_0 (an inexact oracle) stands for the truth: P_j = 0, so E_j = G_j."""
+        cdef intp_t b, j, i, g, nnz, d = self.d
+        cdef float64_t* s = self.frames + k * self.frame_len
+        cdef float64_t* e
+        cdef const float64_t* wi
+        cdef float64_t acc
+        cdef int32_t* pi
+        cdef float64_t* pv
+        cdef Corner* c = &self.corners[k]
+        cdef bint ground
+        cdef Direction dir
+        self.replaced[k] = 0
+        for b in range(count):
+            j = start + b
+            i = self.blocks[j]
+            self.oracle.solve(i, self.w0, c)
+            ground = below_ground_truth(c)
+            if ground:
+                self.replaced[k] += 1
+            self.loss[j] = 0.0 if ground else c.loss
+            pi, pv = self.ps_idx + j * self.mp, self.ps_val + j * self.mp
+            nnz = 0
+            if ground:
+                pass
+            elif c.psi_idx == NULL:                  # dense psi: keep its nonzeros
+                for g in range(d):
+                    if c.psi_val[g] != 0.0:
+                        pi[nnz] = <int32_t> g
+                        pv[nnz] = c.psi_val[g]
+                        nnz += 1
+            else:
+                nnz = c.psi_nnz
+                memcpy(pi, c.psi_idx, nnz * sizeof(int32_t))
+                memcpy(pv, c.psi_val, nnz * sizeof(float64_t))
+            self.p_idx[j], self.p_val[j], self.p_nnz[j] = pi, pv, nnz
+            self.pw[j] = dot_gather(self.w0, pi, pv, nnz)
+            wi = self.st._values + self.st._ptr[i]
+            if not self.compact:
+                e = self.e_dense + j * d
+                _scatter(s, pi, pv, nnz)
+                acc = 0.0
+                for g in range(d):                   # e = 1 w_i + (-scale) s, as ``stats``
+                    e[g] = wi[g] + (-self.scale) * s[g]
+                    acc += e[g] * e[g]
+                _unscatter(s, pi, nnz)
+                self.EE[j * self.tau + j] = acc
+                self.ew[j] = vdot(e, self.w0, d)
+                continue
+            dir.idx, dir.val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
+            if ground:
+                self.st.form(i, 1.0, NULL, 0.0, &dir)
+            else:
+                self.st.frame(c, i, s)
+                self.st.form(i, 1.0, s, -self.scale, &dir)
+                self.st.clear_frame(c, s)
+            self.ce_nnz[j] = dir.nnz
+            self.xe_nnz[j] = self.oracle.coord_expand(
+                i, dir.idx, dir.val, dir.nnz, self.xe_idx + j * self.mx,
+                self.xe_val + j * self.mx)
+            self.EE[j * self.tau + j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
+            self.ew[j] = dot_gather(self.w0, self.xe_idx + j * self.mx,
+                                    self.xe_val + j * self.mx, self.xe_nnz[j])
+        return 0
+
+    cdef int gram(self, intp_t k, intp_t parts) except -1 nogil:
+        """Rows j = k, k + parts, ... of <E_j, E_m> and <P_j, E_m> (m < j)."""
+        cdef intp_t j, m, r, t = self.tau, d = self.d
+        cdef float64_t* x = self.x + 2 * k * d
+        cdef const float64_t* ej
+        for r in range((self.nb - k + parts - 1) // parts):
+            j = k + r * parts
+            if not self.compact:
+                ej = self.e_dense + j * d
+                for m in range(j):
+                    self.EE[j * t + m] = vdot(ej, self.e_dense + m * d, d)
+                    self.PE[j * t + m] = dot_gather(self.e_dense + m * d, self.p_idx[j],
+                                                    self.p_val[j], self.p_nnz[j])
+                continue
+            # E_j and P_j side by side (x[2g], x[2g + 1]): one read of each E_m
+            _scatter2(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx,
+                      self.xe_nnz[j], 0)
+            _scatter2(x, self.p_idx[j], self.p_val[j], self.p_nnz[j], 1)
+            for m in range(j):
+                _dot2(x, self.xe_idx + m * self.mx, self.xe_val + m * self.mx,
+                      self.xe_nnz[m], &self.EE[j * t + m], &self.PE[j * t + m])
+            _unscatter2(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
+            _unscatter2(x, self.p_idx[j], self.p_nnz[j])
+        return 0
+
+    cdef float64_t _truth(self, intp_t j) except? -1e308 nogil:
+        """G_j for step j, which takes the ground truth: ||G_j||^2 into ``gg``, the
+        column <E_m, G_j>, <P_m, G_j> (m > j), and <G_j, w_{j-1}> (returned)."""
+        cdef intp_t i = self.blocks[j], m, t = self.tau, d = self.d
+        cdef float64_t* x = self.x
+        cdef const float64_t* wi = self.st._values + self.st._ptr[i]
+        cdef float64_t dot
+        cdef Direction dir
+        if not self.compact:
+            self.gg[j] = vdot(wi, wi, d)
+            dot = vdot(wi, self.w0, d)
+            for m in range(j):
+                dot -= self.gamma[m] * vdot(wi, self.st._values
+                                            + self.st._ptr[self.blocks[m]]
+                                            if self.use_g[m] else self.e_dense + m * d, d)
+            for m in range(j + 1, self.nb):
+                self.EG[m * t + j] = vdot(self.e_dense + m * d, wi, d)
+                self.PG[m * t + j] = dot_gather(wi, self.p_idx[m], self.p_val[m],
+                                                self.p_nnz[m])
+            return dot
+        dir.idx, dir.val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
+        self.st.form(i, 1.0, NULL, 0.0, &dir)
+        self.cg_nnz[j] = dir.nnz
+        self.xg_nnz[j] = self.oracle.coord_expand(i, dir.idx, dir.val, dir.nnz,
+                                                  self.xg_idx + j * self.mx,
+                                                  self.xg_val + j * self.mx)
+        self.gg[j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
+        dot = dot_gather(self.w0, self.xg_idx + j * self.mx, self.xg_val + j * self.mx,
+                         self.xg_nnz[j])
+        _scatter(x, self.xg_idx + j * self.mx, self.xg_val + j * self.mx, self.xg_nnz[j])
+        for m in range(j):
+            if self.use_g[m]:
+                dot -= self.gamma[m] * dot_gather(x, self.xg_idx + m * self.mx,
+                                                  self.xg_val + m * self.mx, self.xg_nnz[m])
+            else:
+                dot -= self.gamma[m] * dot_gather(x, self.xe_idx + m * self.mx,
+                                                  self.xe_val + m * self.mx, self.xe_nnz[m])
+        for m in range(j + 1, self.nb):
+            self.EG[m * t + j] = dot_gather(x, self.xe_idx + m * self.mx,
+                                            self.xe_val + m * self.mx, self.xe_nnz[m])
+            self.PG[m * t + j] = dot_gather(x, self.p_idx[m], self.p_val[m], self.p_nnz[m])
+        _unscatter(x, self.xg_idx + j * self.mx, self.xg_nnz[j])
+        return dot
+
+    cdef int steps(self, Ledger* b, float64_t lam, bint line_search, float64_t* ell,
+                   float64_t* ell_avg, intp_t* n_steps) except -1 nogil:
+        """Every step size in draw order from the scalars: the serial step of
+        ``_fw.bcfw_steps`` on the replayed answers, with <E_j, w_{j-1}> and the
+        re-scored answer's <P_j, w_{j-1}> expanded over the earlier moves."""
+        cdef intp_t n = self.oracle.n_blocks, t = self.tau, j, m, i, step
+        cdef float64_t dot, pw, sq, ell_s, gap, gam, ell_step
+        for j in range(self.nb):
+            i = self.blocks[j]
+            dot, pw = self.ew[j], self.pw[j]
+            for m in range(j):
+                if self.use_g[m]:
+                    dot -= self.gamma[m] * self.EG[j * t + m]
+                    pw -= self.gamma[m] * self.PG[j * t + m]
+                else:
+                    dot -= self.gamma[m] * self.EE[j * t + m]
+                    pw -= self.gamma[m] * self.PE[j * t + m]
+            # As ``AnswerOracle``: a stale answer below the truth is replaced by it
+            # (not an inexact oracle: not counted in ``replaced``).
+            self.use_g[j] = self.loss[j] - pw < -1e-12 * (1.0 + fabs(pw))
+            if self.use_g[j]:
+                dot, sq, ell_s = self._truth(j), self.gg[j], 0.0
+            else:
+                sq, ell_s = self.EE[j * t + j], self.loss[j] / n
+            gap = lam * dot - b.ell[i] + ell_s
+            b.gap_estimates[i] = gap
+            if line_search:
+                gam = step_size(gap, lam * sq)
+            else:
+                gam = 2.0 * n / (n_steps[0] + 2.0 * n)
+            step = n_steps[0] + 1
+            self.gamma[j] = gam
+            self.avgc[j] = 0.5 * (step - 1) * step
+            ell_step = gam * (ell_s - b.ell[i])
+            b.ell[i] += ell_step
+            ell[0] += ell_step
+            ell_avg[0] = ((step - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (step + 1.0)
+            n_steps[0] = step
+        return 0
+
+    cdef int moves(self, intp_t k, intp_t parts) except -1 nogil:
+        """Features [k d / parts, (k + 1) d / parts) of v (and the average) receive every
+        move in draw order; blocks j = k, k + parts, ... move their own values."""
+        cdef intp_t lo = k * self.d // parts, hi = (k + 1) * self.d // parts, j, q, g, i
+        cdef float64_t gam, delta, ac
+        cdef float64_t* wi
+        cdef float64_t* u
+        cdef float64_t* avg = self.p.avg_u
+        cdef float64_t* v = self.p.v
+        cdef const int32_t* idx
+        cdef const float64_t* val
+        cdef intp_t nnz
+        for j in range(self.nb):
+            i = self.blocks[j]
+            gam, ac = -self.gamma[j], self.avgc[j]
+            wi = self.st._values + self.st._ptr[i]
+            if not self.compact:
+                u = wi if self.use_g[j] else self.e_dense + j * self.d
+                for g in range(lo, hi):
+                    delta = gam * u[g]
+                    wi[g] += delta
+                    v[g] += delta
+                    if avg != NULL:
+                        avg[g] += ac * delta
+                continue
+            if self.use_g[j]:
+                idx, val = self.xg_idx + j * self.mx, self.xg_val + j * self.mx
+                nnz = self.xg_nnz[j]
+            else:
+                idx, val = self.xe_idx + j * self.mx, self.xe_val + j * self.mx
+                nnz = self.xe_nnz[j]
+            for q in range(nnz):
+                g = idx[q]
+                if lo <= g < hi:
+                    delta = gam * val[q]
+                    v[g] += delta
+                    if avg != NULL:
+                        avg[g] += ac * delta
+            if j % parts == k:
+                if self.use_g[j]:
+                    idx, val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
+                    nnz = self.cg_nnz[j]
+                else:
+                    idx, val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
+                    nnz = self.ce_nnz[j]
+                for q in range(nnz):
+                    wi[idx[q]] += gam * val[q]
+        return 0
+
+
+# Zeroed scratch of 2 d doubles per thread, kept between calls of ``replay_rounds`` (one
+# pass each): a fresh one would fault in and zero every page it touches, every pass, which
+# costs more than the pass for CoNLL's d = 7.7 M.  At most two arrays are kept.
+_FREE_SCRATCH = []
+
+
+def _take_scratch(intp_t n):
+    """A zeroed float64 array of n entries (a kept one if its size fits)."""
+    for k in range(len(_FREE_SCRATCH)):
+        if _FREE_SCRATCH[k].shape[0] == n:
+            return _FREE_SCRATCH.pop(k)
+    return np.zeros(n)
+
+
+def _give_scratch(arr):
+    """Keep ``arr`` (all zeros again) for a later call."""
+    _FREE_SCRATCH.insert(0, arr)
+    del _FREE_SCRATCH[2:]
+
+
+cdef inline void _scatter(float64_t* x, const int32_t* idx, const float64_t* val,
+                          intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] += val[q]
+
+
+cdef inline void _unscatter(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] = 0.0
+
+
+cdef inline void _scatter2(float64_t* x, const int32_t* idx, const float64_t* val,
+                           intp_t nnz, intp_t slot) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q] + slot] += val[q]
+
+
+cdef inline void _unscatter2(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q]] = 0.0
+        x[2 * idx[q] + 1] = 0.0
+
+
+cdef inline void _dot2(const float64_t* x, const int32_t* idx, const float64_t* val,
+                       intp_t nnz, float64_t* out0, float64_t* out1) noexcept nogil:
+    """out0 = sum_q x[2 idx[q]] val[q] and out1 = sum_q x[2 idx[q] + 1] val[q]."""
+    cdef float64_t a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0
+    cdef intp_t q, n2 = nnz - nnz % 2
+    cdef const float64_t* xq
+    for q in range(0, n2, 2):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+        xq = x + 2 * idx[q + 1]
+        a1 += xq[0] * val[q + 1]
+        b1 += xq[1] * val[q + 1]
+    for q in range(n2, nnz):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+    out0[0] = a0 + a1
+    out1[0] = b0 + b1
+
+
+cdef float64_t* _f64(a):
+    cdef float64_t[::1] v = a
+    return &v[0]
+
+
+cdef int32_t* _i32(a):
+    cdef int32_t[::1] v = a
+    return &v[0]
+
+
+cdef intp_t* _ip(a):
+    cdef intp_t[::1] v = a
+    return &v[0]
+
+
+cdef uint8_t* _u8(a):
+    cdef uint8_t[::1] v = a
+    return &v[0]
+
+
 cdef class _Crew:
     """The threads that make a round's oracle calls: the caller makes part 0, helper
     k (a Python thread, in C between rounds' hand-offs) part k.
@@ -654,10 +1098,11 @@ cdef class _Crew:
     cdef list buffers, threads, errors
     cdef pthread_mutex_t lock
     cdef pthread_cond_t go, done
-    cdef intp_t generation, pending, parts, nb
+    cdef intp_t generation, pending, parts, nb, stage
     cdef bint stop
     cdef const float64_t* w
     cdef const intp_t* blocks
+    cdef _Replay job                  # stages 1-3 of a parallel replay (None: calls only)
 
     def __cinit__(self, MaxOracle oracle, intp_t n_threads, intp_t tau):
         cdef intp_t k
@@ -736,6 +1181,12 @@ cdef class _Crew:
     cdef int _part(self, intp_t k) except -1 nogil:
         cdef intp_t size = self.nb // self.parts, extra = self.nb % self.parts
         cdef intp_t start = k * size + (k if k < extra else extra)
+        if self.stage == 2:
+            return self.job.gram(k, self.parts)
+        if self.stage == 3:
+            return self.job.moves(k, self.parts)
+        if self.stage == 1:
+            return self.job.directions(k, start, size + (1 if k < extra else 0))
         _pack_reset(&self.packs[k])
         _solve_into(self.oracle, self.w, self.blocks + start, size + (1 if k < extra else 0),
                     1, &self.corners[k], &self.packs[k])
@@ -744,8 +1195,23 @@ cdef class _Crew:
     cdef int calls(self, const float64_t* w, const intp_t* blocks, intp_t nb) except -1 nogil:
         """The answers of ``blocks`` at ``w``, in ``packs[0]``; 1 if a helper failed."""
         cdef intp_t k
-        self.w, self.blocks, self.nb = w, blocks, nb
-        self.parts = min(self.n_threads, nb)
+        self.w, self.blocks, self.nb, self.stage = w, blocks, nb, 0
+        if self._run(min(self.n_threads, nb)):
+            return 1
+        for k in range(1, self.parts):
+            _append(&self.packs[0], &self.packs[k])
+        return 0
+
+    cdef int run_stage(self, intp_t stage, const float64_t* w, const intp_t* blocks,
+                       intp_t nb) except -1 nogil:
+        """Stage 1 (calls and directions, split as ``calls`` splits them), 2 (Gram rows)
+        or 3 (moves) of ``job`` on every thread; 1 if a helper failed."""
+        self.w, self.blocks, self.nb, self.stage = w, blocks, nb, stage
+        return self._run(min(self.n_threads, nb) if stage == 1 else self.n_threads)
+
+    cdef int _run(self, intp_t parts) except -1 nogil:
+        """Parts 0..parts-1 of the current stage, part 0 here; 1 if a helper failed."""
+        self.parts = parts
         if self.parts > 1:
             pthread_mutex_lock(&self.lock)
             self.pending = self.parts - 1
@@ -762,8 +1228,6 @@ cdef class _Crew:
                 pthread_mutex_unlock(&self.lock)
         if self.parts > 1 and self.errors_seen():
             return 1
-        for k in range(1, self.parts):
-            _append(&self.packs[0], &self.packs[k])
         return 0
 
     cdef bint errors_seen(self) noexcept nogil:
@@ -810,6 +1274,19 @@ cdef int _fw_rounds(_Crew crew, AnswerOracle replay, BlockStore st, Ledger* b, P
     return 0
 
 
+def _round_size(MaxOracle oracle, const intp_t[::1] order, const intp_t[::1] round_ptr):
+    """The largest round of ``order``/``round_ptr``; ``ValueError`` on bad rounds."""
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
+    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
+        raise ValueError("round_ptr must start at 0 and end at len(order)")
+    for r in range(n_rounds):
+        if round_ptr[r + 1] < round_ptr[r]:
+            raise ValueError("round_ptr must be nondecreasing")
+        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
+        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    return tau
+
+
 def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1] round_ptr,
               bint line_search, intp_t n_threads=1):
     """Mini-batch FW rounds (Wang et al. (2016)) in one compiled loop; returns the calls.
@@ -846,14 +1323,8 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
         raise ValueError("this state keeps active sets; use minibatch_pass(active_sets=True)")
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    cdef intp_t n_rounds = round_ptr.shape[0] - 1, r, tau = 0
-    if n_rounds < 0 or round_ptr[0] != 0 or round_ptr[n_rounds] != order.shape[0]:
-        raise ValueError("round_ptr must start at 0 and end at len(order)")
-    for r in range(n_rounds):
-        if round_ptr[r + 1] < round_ptr[r]:
-            raise ValueError("round_ptr must be nondecreasing")
-        tau = max(tau, round_ptr[r + 1] - round_ptr[r])
-        _check_blocks(np.asarray(order[round_ptr[r]:round_ptr[r + 1]]), oracle.n_blocks)
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1
+    cdef intp_t tau = _round_size(oracle, order, round_ptr)
     if oracle.needs_gil:
         n_threads = 1
     if tau == 0:
@@ -896,6 +1367,113 @@ def fw_rounds(MaxOracle oracle, state, const intp_t[::1] order, const intp_t[::1
         crew.close()
         free(keys)
         # As in bcfw_pass: the steps completed before a failure are booked.
+        steps = n_steps - state.n_steps
+        state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
+                                      oracle_calls=n_calls, replaced=n_replaced, fw=steps))
+    return n_calls
+
+
+cdef int _replay_rounds(_Crew crew, _Replay job, Ledger* b, Primal* p,
+                        const intp_t* order, const intp_t* round_ptr, intp_t n_rounds,
+                        float64_t lam, bint line_search, float64_t* ell, float64_t* ell_avg,
+                        intp_t* n_steps, intp_t* n_replaced,
+                        intp_t* n_calls) except -1 nogil:
+    """The rounds of ``replay_rounds``: per round, calls and directions (stage 1), Gram
+    rows (stage 2), step sizes here, moves (stage 3); 1 if a helper failed."""
+    cdef intp_t r, k, nb
+    cdef const intp_t* blocks
+    for r in range(n_rounds):
+        blocks = order + round_ptr[r]
+        nb = round_ptr[r + 1] - round_ptr[r]
+        if nb == 0:
+            continue
+        job.blocks, job.nb, job.w0, job.p = blocks, nb, p.w, p
+        if crew.run_stage(1, p.w, blocks, nb):
+            return 1
+        n_calls[0] += nb
+        for k in range(crew.parts):
+            n_replaced[0] += job.replaced[k]
+        if nb > 1 and crew.run_stage(2, p.w, blocks, nb):
+            return 1
+        job.steps(b, lam, line_search, ell, ell_avg, n_steps)
+        if crew.run_stage(3, p.w, blocks, nb):
+            return 1
+    return 0
+
+
+def replay_fallback(MaxOracle oracle, state):
+    """Why ``replay_rounds`` falls back to ``fw_rounds`` for ``oracle`` and ``state``
+    (None: it does not).
+
+    - a box (``lower``/``upper``): the exact step is a search over the clipped
+      features (``_linesearch.box_search``), not a function of inner products;
+    - sparse blocks (``SparseStore``): not covered (dense and compact blocks are);
+    - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
+      reach the compiled rounds (``minibatch_pass`` replays them in Python).
+    """
+    if state.atoms is not None:
+        return "the state keeps active sets"
+    if state.has_box:
+        return "a box: the exact step along a direction is a search over clipped features"
+    if state.blocks.storage == "sparse":
+        return "sparse blocks are not covered (dense and compact blocks are)"
+    return None
+
+
+def replay_rounds(MaxOracle oracle, state, const intp_t[::1] order,
+                  const intp_t[::1] round_ptr, bint line_search, intp_t n_threads=1):
+    """``fw_rounds`` with the block steps of every round off the master: exact parallel replay.
+
+    A round's blocks are distinct, so step j's direction e_j = w_i - v_s (or w_i when
+    the answer falls below the ground truth at the current point) is fixed at the
+    round's w_0, and w_{j-1} = w_0 - sum_{k<j} gamma_k e_k.  The threads make the
+    calls and form, for their answers, both candidate directions in features with
+    their inner products with w_0 and with every other direction of the round (a
+    tau x tau Gram per pair of candidates); the master then takes every step in draw
+    order from those scalars (O(tau^2), the re-scored answer deciding the ground-truth
+    replacement as ``AnswerOracle`` does); the moves are applied over a fixed
+    partition of the features, each feature receiving them in draw order, so the
+    result does not depend on ``n_threads``.  The iterates equal ``fw_rounds``'s up
+    to rounding, and every step keeps its exact line search, so the dual never
+    decreases.  Cases ``replay_fallback`` names run ``fw_rounds`` instead; an oracle
+    that needs the GIL runs on one thread (as in ``fw_rounds``).
+
+    Parameters and returns as ``fw_rounds``.
+    """
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if replay_fallback(oracle, state) is not None:
+        return fw_rounds(oracle, state, order, round_ptr, line_search, n_threads)
+    cdef intp_t tau = _round_size(oracle, order, round_ptr)
+    if tau == 0:
+        return 0
+    if oracle.needs_gil:
+        n_threads = 1
+    state.invalidate_gaps()              # the iterate moves
+    cdef StateView view = StateView(state, None, None, oracle)
+    cdef float64_t ell = state.ell, ell_avg = state.ell_avg
+    cdef intp_t n_steps = state.n_steps, n_replaced = 0, n_calls = 0
+    cdef intp_t n_rounds = round_ptr.shape[0] - 1
+    cdef float64_t lam = state.lam
+    cdef _Crew crew = _Crew(oracle, n_threads, tau)
+    crew.job = _Replay(oracle, view.store, tau, n_threads, state.lam)
+    cdef int failed = 0
+    crew.start()
+    try:
+        if oracle.needs_gil:
+            failed = _replay_rounds(crew, crew.job, &view.ledger, &view.primal, &order[0],
+                                    &round_ptr[0], n_rounds, lam, line_search, &ell, &ell_avg,
+                                    &n_steps, &n_replaced, &n_calls)
+        else:
+            with nogil:
+                failed = _replay_rounds(crew, crew.job, &view.ledger, &view.primal,
+                                        &order[0], &round_ptr[0], n_rounds, lam, line_search,
+                                        &ell, &ell_avg, &n_steps, &n_replaced, &n_calls)
+        if failed:
+            raise crew.errors[0]
+        _give_scratch(crew.job.scratch)     # zeros again after every completed stage
+    finally:
+        crew.close()
         steps = n_steps - state.n_steps
         state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
                                       oracle_calls=n_calls, replaced=n_replaced, fw=steps))

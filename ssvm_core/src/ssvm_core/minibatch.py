@@ -22,6 +22,13 @@ With caching (Osokin et al. (2016), Alg. 5) the round first predicts which
 blocks the cache will serve, from the stored labellings at the round's w,
 and asks the executor only for the others; the kernel decides at the
 current w, and a predicted hit that misses calls the oracle in place.
+
+``parallel_steps=True`` takes the block steps of the compiled loop off the
+master as well (``_batch.replay_rounds``, exact parallel replay): the threads
+form the round's directions and their inner products, the master computes the
+step sizes from those scalars in draw order, and the moves are applied in
+parallel over a fixed partition of the features.  The iterates equal those of
+the serial replay up to rounding, whatever the number of threads.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from ssvm_core import _active, _fw
-from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits
+from ssvm_core._batch import AnswerOracle, fw_rounds, predict_cache_hits, replay_rounds
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.exceptions import WorkersLostError
 from ssvm_core.executors import Executor
@@ -130,7 +137,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                    rng: np.random.Generator, tau: int, *, sampling: str = "uniform",
                    line_search: bool = True, active_sets: bool = False, step: str = "fw",
                    cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
-                   n_samples: int = 1, should_stop: Callable[[], bool] | None = None) -> int:
+                   n_samples: int = 1, should_stop: Callable[[], bool] | None = None,
+                   parallel_steps: bool = False) -> int:
     """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
 
     Parameters
@@ -162,6 +170,12 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         pass, which takes no longer than a pass of serial BCFW.  An executor that loses
         its workers raises ``WorkersLostError`` between rounds, its ``oracle_calls``
         set to the calls of the rounds made (their steps are kept).
+    parallel_steps : bool, default False
+        Apply the steps of the compiled loop in parallel too (exact parallel replay,
+        ``_batch.replay_rounds``; the same iterates up to rounding).  The rounds made in
+        Python (Dask, gap sampling, active sets) replay their steps in the master as
+        before; so do a box, sparse blocks and oracles that need the GIL
+        (``_batch.replay_fallback`` names the reason).
 
     Returns
     -------
@@ -176,8 +190,9 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         # The rounds do not depend on the steps: draw them all, run them in C.
         rounds = list(round_blocks(rng, sampling, state, int(tau)))
         bounds = np.cumsum([0] + [r.shape[0] for r in rounds]).astype(np.intp)
-        return fw_rounds(oracle, state, np.concatenate(rounds).astype(np.intp), bounds,
-                         line_search, threads)
+        run = replay_rounds if parallel_steps else fw_rounds
+        return run(oracle, state, np.concatenate(rounds).astype(np.intp), bounds, line_search,
+                   threads)
     calls = 0
     for blocks in round_blocks(rng, sampling, state, int(tau)):
         ask = blocks

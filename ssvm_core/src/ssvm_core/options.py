@@ -291,6 +291,19 @@ OPTIONS: tuple[Option, ...] = (
         cli_help="Blocks per round of mini-batch BCFW (Wang et al. 2016): their oracle calls "
                  "run at once, in --n-jobs threads or on Dask, and their steps are then "
                  "applied in turn; 1 is plain BCFW."),
+    Option("parallel_steps", False, Boolean(), "bool", """
+        With mini-batch rounds on threads of this process, make the block
+        steps in the threads too (exact parallel replay,
+        ``_batch.replay_rounds``): the threads form the round's directions
+        and their inner products, the master takes the step sizes from those
+        scalars in draw order, and the moves run in parallel over a fixed
+        partition of the features.  The iterates equal those of
+        ``parallel_steps=False`` up to rounding, for any number of threads.
+        Rounds made in Python (Dask, gap sampling, active sets), a box and
+        sparse blocks keep the steps in the master (``_batch.replay_fallback``).""",
+        cli_help="With --batch-blocks and --n-jobs threads, make the block steps of each "
+                 "round in the threads too (exact parallel replay: the same iterates up to "
+                 "rounding).", path=False),
     Option("executor", None, Anything(), 'None, "threads", distributed.Client or Executor', """
         Where a round's oracle calls (and batch FW's corners) run: None in
         this thread, "threads" in ``n_jobs`` threads, a Dask client on its
@@ -379,6 +392,9 @@ def _check_combination(o: dict[str, Any]) -> None:
     if not o["line_search"] and o["step"] != "fw":
         raise ValueError(f"step={o['step']!r} needs line search; the predefined step size "
                          "(line_search=False) is for FW steps")
+    if o["parallel_steps"] and o["batch"]:
+        raise ValueError("parallel_steps applies to mini-batch rounds of block steps, not to "
+                         "batch Frank-Wolfe (batch=True)")
     if o["n_samples"] > 1 and o["batch"]:
         raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
     if o["pipeline_lag"] is not None:
@@ -396,6 +412,9 @@ def _check_pipeline(o: dict[str, Any]) -> None:
     if o["batch"] or o["batch_blocks"] > 1:
         raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
                          "batch_blocks > 1 do not apply")
+    if o["parallel_steps"]:
+        raise ValueError("pipeline_lag and parallel_steps are two designs (pipelined calls, "
+                         "replayed mini-batch rounds): pick one")
     if not o["line_search"]:
         raise ValueError("pipeline_lag needs line_search=True (the exact line search at the "
                          "current iterate is what makes stale answers safe)")

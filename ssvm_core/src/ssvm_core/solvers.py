@@ -82,8 +82,9 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
-          batch_blocks: int = 1, executor=None,
-          pipeline_lag: int | None = None, pipeline_cache_steps: int = 0) -> SolveResult:
+          batch_blocks: int = 1, parallel_steps: bool = False,
+          executor=None, pipeline_lag: int | None = None,
+          pipeline_cache_steps: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -136,6 +137,9 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     n_jobs = effective_n_jobs(n_jobs)
     pool = resolve_executor(executor, n_jobs)
     rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
+    if parallel_steps and (not rounds or isinstance(pool, ShardExecutor)):
+        raise ValueError("parallel_steps applies to mini-batch rounds: set batch_blocks > 1 "
+                         "or a thread executor (not plain BCFW or shard rounds)")
     pipe = None
     active_sets = needs_active_sets(step, cache, n_samples, state)
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
@@ -157,7 +161,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             _one_pass, oracle, state, rng, pool, batch=batch, rounds=rounds,
             active_sets=active_sets, batch_blocks=batch_blocks, sampling=sampling,
             line_search=line_search, step=step, cache=cache, cache_factor=cache_factor,
-            cache_nu=cache_nu, n_samples=n_samples)
+            cache_nu=cache_nu, n_samples=n_samples, parallel_steps=parallel_steps)
     budgets = Budgets(max_passes, max_oracle_calls, time_budget)
     run = _FrankWolfeLoop(oracle, state, rng, budgets, one_pass, mode=mode, tol=tol,
                           gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
@@ -210,7 +214,7 @@ def _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling
 
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
               line_search, step, cache, cache_factor, cache_nu, n_samples,
-              should_stop=None) -> int:
+              parallel_steps=False, should_stop=None) -> int:
     """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls.
 
     ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds.
@@ -223,7 +227,8 @@ def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blo
         return minibatch_pass(oracle, state, pool, rng, batch_blocks, sampling=sampling,
                               line_search=line_search, active_sets=active_sets, step=step,
                               cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
-                              n_samples=n_samples, should_stop=should_stop)
+                              n_samples=n_samples, should_stop=should_stop,
+                              parallel_steps=parallel_steps)
     elif active_sets:
         order, uniforms = _block_order(rng, sampling, state)
         return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
@@ -423,7 +428,7 @@ class FrankWolfeSSVM(BaseSSVM):
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
     time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
-    verbose, batch_blocks, executor, pipeline_lag, pipeline_cache_steps :
+    verbose, batch_blocks, parallel_steps, executor, pipeline_lag, pipeline_cache_steps :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
     box : "auto", "model", (lower, upper) or None, default "auto"
@@ -465,8 +470,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
                  warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
-                 batch_blocks: int = 1, executor=None, pipeline_lag: int | None = None,
-                 pipeline_cache_steps: int = 0):
+                 batch_blocks: int = 1, parallel_steps: bool = False, executor=None,
+                 pipeline_lag: int | None = None, pipeline_cache_steps: int = 0):
         self.model = model
         self.lam = lam
         self.C = C
@@ -494,6 +499,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.batch_blocks = batch_blocks
+        self.parallel_steps = parallel_steps
         self.executor = executor
         self.pipeline_lag = pipeline_lag
         self.pipeline_cache_steps = pipeline_cache_steps

