@@ -66,6 +66,14 @@ def test_a_second_run_gets_a_numbered_folder_and_the_first_is_kept(workdir):
     assert len(list((workdir / "runs").iterdir())) == 3
 
 
+def test_a_pipelined_run_does_not_depend_on_the_threads(workdir):
+    assert main(TRAIN + ["--pipeline-lag", "2", "--n-jobs", "2", "--out", "a"]) == 0
+    assert main(TRAIN + ["--pipeline-lag", "2", "--out", "b"]) == 0
+    a, b = history(workdir / "a"), history(workdir / "b")
+    assert a["config"]["pipeline_lag"] == 2
+    assert [r["dual"] for r in a["history"]] == [r["dual"] for r in b["history"]]
+
+
 def test_an_existing_out_folder_needs_overwrite(workdir, capsys):
     out = workdir / "mine"
     assert main(TRAIN + ["--out", str(out)]) == 0
@@ -120,6 +128,12 @@ def _resume_file_of_another_run(workdir):
     (["--solver", "ssg", "--dask-local", "1"], "--solver ssg does not take --dask-local"),
     (["--solver", "ssg", "--tol", "0.1"], "--solver ssg does not take --tol"),
     (["--dask-local", "0"], "--dask-local needs at least 1 worker"),
+    (["--pipeline-lag", "2", "--batch-blocks", "4"], "batch_blocks > 1 do not apply"),
+    (["--pipeline-lag", "2", "--sampling", "gap"], "pipeline_lag samples one of"),
+    (["--pipeline-lag", "2", "--dask-local", "1"], "--pipeline-lag runs its oracle calls"),
+    (["--solver", "ssg", "--pipeline-lag", "2"], "--solver ssg does not take --pipeline-lag"),
+    (["--pipeline-cache-steps", "2"], "pipeline_cache_steps needs pipeline_lag"),
+    (["--pipeline-lag", "2", "--pipeline-cache-steps", "2"], "needs cache=True"),
     (["--resume", "missing.npz"], "missing.npz"),
 ])
 def test_bad_train_options_fail_before_the_data_and_leave_nothing(workdir, capsys, no_data,

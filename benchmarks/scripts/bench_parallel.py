@@ -33,6 +33,17 @@ without it, and the report says so).  For each problem:
   timings: they can be measured on a loaded machine.  ``conll`` (CoNLL-2000 from
   ``$SSVM_DATA_HOME``, the registry's model, d = 7.7 M) is a problem for this mode.
 
+- **pipelined BCFW** (``--lags L ...``, ``ssvm_core.pipeline``): for each lag L the
+  time per pass of ``Pipeline(oracle, state, L, --workers)`` from the warm state
+  (executor ``pipeline``, the lag in column ``lag``) and the exact gap against
+  passes of ``solve(pipeline_lag=L, n_jobs=--workers)`` over the same seeds; the
+  summary gives the pass time of serial BCFW over the pipelined one and the passes
+  the pipelined run needs to reach the gap serial BCFW (tau = 1) reaches in
+  ``--target-passes`` passes (at the resolution of ``--check-every``).  Pipelined
+  iterates do not depend on the number of threads (``tests/test_pipeline.py``).
+  ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
+  steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
+
 Writes a CSV (one row per measurement), a PNG (time per pass against tau;
 median gap against passes) and, with ``--json``, the report with the
 machine header.  Timings on a shared machine are noisy: the executors are
@@ -60,6 +71,7 @@ from ssvm_core import SolverState, _fw, solve
 from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
 from ssvm_core.files import atomic_write
 from ssvm_core.minibatch import minibatch_pass
+from ssvm_core.pipeline import Pipeline
 
 PROBLEMS = ("pose", "horseseg", "ocr", "conll")
 DEFAULT_PROBLEMS = ("pose", "horseseg", "ocr")
@@ -171,6 +183,41 @@ def _time_passes(prob: dict, executor, tau: int, passes: int, warm: SolverState,
     return best
 
 
+def _pipeline_options(args) -> dict:
+    """The solver options of the pipelined runs (besides the lag and the threads)."""
+    if not args.pipeline_cache_steps:
+        return {}
+    return {"step": args.pipeline_step, "cache": True,
+            "pipeline_cache_steps": args.pipeline_cache_steps}
+
+
+def _time_pipeline(prob: dict, lag: int, args, warm: SolverState) -> dict:
+    """Median wall seconds of a pipelined pass (lag ``lag``, ``--workers`` threads) from
+    copies of ``warm`` (with caching, of a state warmed by one pass with caching, which
+    keeps active sets); ``cpu_s`` as in ``_time_passes``."""
+    rows, options = [], _pipeline_options(args)
+    kw = {}
+    if options:
+        kw = {"step": options["step"], "cache": True,
+              "cache_steps": options["pipeline_cache_steps"]}
+        warm = solve(prob["oracle"], prob["lam"], box=prob["box"], step=options["step"],
+                     cache=True, max_passes=1, tol=0, gap_check_every=1,
+                     random_state=0).state
+    for k in range(args.timing_passes):
+        state = warm.copy()
+        cpu, start = time.process_time(), time.perf_counter()
+        with Pipeline(prob["oracle"], state, lag, args.workers, **kw) as pipe:
+            pipe.one_pass(np.random.default_rng(100 + k))
+        rows.append({"pass_s": time.perf_counter() - start,
+                     "cpu_s": time.process_time() - cpu})
+    return sorted(rows, key=lambda r: r["pass_s"])[len(rows) // 2]
+
+
+def _passes_to(curve: list[tuple[int, float]], target: float) -> int | None:
+    """The first checked pass whose gap is <= ``target`` (None if none is)."""
+    return next((p for p, gap in sorted(curve) if gap <= target), None)
+
+
 def _w_bytes(prob: dict, client, tau: int, rounds: int, warm: SolverState) -> list[dict]:
     """Bytes of w sent per round, whole (``sparse_w=False``) and as changes (True).
 
@@ -240,6 +287,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--ocr-lam", type=float, default=0.01)
     parser.add_argument("--ocr-words", type=int, default=None, help="first N words only")
     parser.add_argument("--conll-lam", type=float, default=0.01)
+    parser.add_argument("--lags", type=int, nargs="*", default=[], metavar="L",
+                        help="also pipelined BCFW with these lags on --workers threads")
+    parser.add_argument("--target-passes", type=int, default=10,
+                        help="pipelined runs: reach the gap serial BCFW reaches in these "
+                        "passes (a multiple of --check-every)")
+    parser.add_argument("--pipeline-cache-steps", type=int, default=0, metavar="C",
+                        help="pipelined runs with caching and C master cache steps per answer")
+    parser.add_argument("--pipeline-step", default="fw",
+                        help="block step of the pipelined runs with caching")
     parser.add_argument("--w-bytes", type=int, default=0, metavar="ROUNDS",
                         help="measure the bytes of w per round over ROUNDS rounds on Dask "
                         "(whole w against its changes) instead of timings and curves")
@@ -287,6 +343,12 @@ def main(argv: list[str] | None = None) -> dict:
                     timing_rows.append(row)
                     line += f"  {ename} {row['pass_s']:.3f}s (cpu {row['cpu_s']:.3f})"
                 print(line + "  (s per pass)")
+            for lag in args.lags:
+                row = _time_pipeline(prob, lag, args, warm)
+                row.update(problem=pname, executor="pipeline", lag=lag, kind="time")
+                timing_rows.append(row)
+                print(f"  pipeline L={lag} on {args.workers} threads: {row['pass_s']:.3f}s "
+                      f"(cpu {row['cpu_s']:.3f})  (s per pass)")
             if args.no_curves:
                 continue
             seeds = args.seeds[:args.pose_seeds] if pname == "pose" else args.seeds
@@ -305,12 +367,26 @@ def main(argv: list[str] | None = None) -> dict:
                     finals.append(res.gap)
                 print(f"  tau {tau:3d}: gap after {args.passes} passes (median of "
                       f"{len(seeds)} seeds) {statistics.median(finals):.4g}")
+            for lag in args.lags:
+                finals = []
+                for seed in seeds:
+                    res = solve(oracle, prob["lam"], box=prob["box"], pipeline_lag=lag,
+                                n_jobs=args.workers, **_pipeline_options(args),
+                                max_passes=args.passes,
+                                gap_check_every=args.check_every, tol=0, random_state=seed)
+                    curve_rows.extend({"problem": pname, "lag": lag, "seed": seed,
+                                       "kind": "gap", "pass": rec["pass"], "gap": rec["gap"],
+                                       "gap_avg": rec["gap_avg"], "time": rec["time"]}
+                                      for rec in res.history if rec["gap"] is not None)
+                    finals.append(res.gap)
+                print(f"  pipeline L={lag}: gap after {args.passes} passes (median of "
+                      f"{len(seeds)} seeds) {statistics.median(finals):.4g}")
     report = {"command": command, "machine": machine, "problems": problems,
               "timings": timing_rows, "curves": curve_rows, "w_bytes": w_rows,
               "load_average": os.getloadavg()}
     _summarise(report, args)
     if args.csv:
-        keys = ["problem", "kind", "executor", "tau", "seed", "pass", "pass_s", "cpu_s",
+        keys = ["problem", "kind", "executor", "tau", "lag", "seed", "pass", "pass_s", "cpu_s",
                 "worker_cpu_s", "answers_s",
                 "steps_s", "bytes", "rounds", "first_round_bytes", "bytes_per_round",
                 "max_bytes_per_round", "dense_messages", "w_messages", "gap",
@@ -329,7 +405,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 def _summarise(report: dict, args) -> None:
     """Speed-ups against serial BCFW and gaps at tau = 16 against tau = 1."""
-    by = {(r["problem"], r["executor"], r["tau"]): r["pass_s"] for r in report["timings"]}
+    by = {(r["problem"], r["executor"], r["tau"]): r["pass_s"] for r in report["timings"]
+          if "lag" not in r}
     summary = {}
     for pname in report["problems"]:
         base = by.get((pname, "serial", 1))
@@ -342,9 +419,10 @@ def _summarise(report: dict, args) -> None:
                 if same and (pname, ename, tau) in by:
                     summary[f"{pname}/{ename}/tau={tau}/speedup_vs_serial"] = \
                         same / by[(pname, ename, tau)]
+        _summarise_pipeline(report, pname, base, args, summary)
         finals = {}
         for r in report["curves"]:
-            if r["problem"] == pname and r["pass"] == args.passes:
+            if r["problem"] == pname and r["pass"] == args.passes and "lag" not in r:
                 finals.setdefault(r["tau"], []).append(r["gap_avg"])
         for tau, gaps in finals.items():
             summary[f"{pname}/tau={tau}/median_gap_after_{args.passes}"] = \
@@ -366,6 +444,26 @@ def _summarise(report: dict, args) -> None:
         print(f"  {key}: {value:.4g}")
 
 
+def _summarise_pipeline(report: dict, pname: str, bcfw_pass_s: float | None, args,
+                        summary: dict) -> None:
+    """Pipelined runs: pass time against serial BCFW's, passes to BCFW's gap."""
+    curves = [r for r in report["curves"] if r["problem"] == pname]
+    target = [r["gap_avg"] for r in curves
+              if r.get("tau") == 1 and r["pass"] == args.target_passes]
+    for lag in args.lags:
+        for r in report["timings"]:
+            if r["problem"] == pname and r.get("lag") == lag and bcfw_pass_s:
+                summary[f"{pname}/pipeline/L={lag}/speedup_vs_bcfw"] = bcfw_pass_s / r["pass_s"]
+        if not target:
+            continue
+        mine = [r for r in curves if r.get("lag") == lag]
+        needed = [_passes_to([(r["pass"], r["gap_avg"]) for r in mine if r["seed"] == seed],
+                             statistics.median(target)) for seed in {r["seed"] for r in mine}]
+        if needed and None not in needed:
+            summary[f"{pname}/pipeline/L={lag}/passes_to_bcfw_gap@{args.target_passes}"] = \
+                statistics.median(needed)
+
+
 def _plot(report: dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -384,9 +482,11 @@ def _plot(report: dict, path: str) -> None:
                ylabel="seconds per pass", title=f"{pname}: time per pass")
         ax.legend()
         ax = axes[row][1]
-        taus = sorted({r["tau"] for r in report["curves"] if r["problem"] == pname})
+        taus = sorted({r["tau"] for r in report["curves"]
+                       if r["problem"] == pname and "lag" not in r})
         for tau in taus:
-            rows = [r for r in report["curves"] if r["problem"] == pname and r["tau"] == tau]
+            rows = [r for r in report["curves"]
+                    if r["problem"] == pname and r.get("tau") == tau and "lag" not in r]
             passes = sorted({r["pass"] for r in rows})
             med = [statistics.median(r["gap_avg"] for r in rows if r["pass"] == p)
                    for p in passes]

@@ -179,6 +179,10 @@ def _check_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> d
                  | {"batch": args.solver == "fw"})
     if args.dask_local is not None and args.dask_local < 1:
         raise ValueError(f"--dask-local needs at least 1 worker, got {args.dask_local}")
+    if args.pipeline_lag is not None and (args.scheduler is not None
+                                          or args.dask_local is not None):
+        raise ValueError("--pipeline-lag runs its oracle calls in --n-jobs threads of this "
+                         "process, not on Dask (--scheduler, --dask-local)")
     if args.scheduler is not None or args.dask_local is not None:
         try:
             import distributed  # noqa: F401

@@ -311,6 +311,36 @@ OPTIONS: tuple[Option, ...] = (
         ``ssvm_core.shards.ShardExecutor(K)`` runs the passes as shard rounds
         instead: K shards take BCFW steps on their own blocks and the master
         combines them by an exact line search.""", cli=False, path=False),
+    Option("pipeline_lag", None, Number(0, integer=True, none=True), "int, optional", """
+        Pipelined BCFW for expensive oracles (``ssvm_core.pipeline``): the
+        blocks are drawn as BCFW draws them and the oracle call for step j is
+        made at the iterate after step j - L, by whichever worker thread is
+        free (``executor="threads"`` with ``n_jobs`` threads, or ``n_jobs``
+        threads when ``executor`` is None); the steps are applied in draw
+        order with the exact line search at the current iterate.  The
+        iterates depend on L but not on timing or on the number of threads;
+        0 is serial BCFW.  L + 1 calls are in flight, so L = W - 1 keeps W
+        threads busy and L = W leaves one call of slack for uneven calls;
+        every answer is L steps stale, which costs passes (``docs/scaling.md``).
+        Every ``step``, ``cache`` (a step the cache is predicted to serve gets
+        no call) and ``n_samples``; line search and "uniform", "perm" or
+        "seq" sampling only.  None: no pipeline.""", path=False,
+        cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
+                 "the iterate after step j - L by whichever of the --n-jobs threads is free, "
+                 "and the steps are applied in order with the exact line search; the "
+                 "iterates do not depend on the number of threads; 0 is plain BCFW, L + 1 calls "
+                 "are in flight (L = --n-jobs is a good start; a larger L makes answers "
+                 "staler); none means no pipeline."),
+    Option("pipeline_cache_steps", 0, Number(0, integer=True), "int", """
+        c of pipelined BCFW with ``cache``: after each step from an oracle
+        answer the master makes c cache steps (no oracle call) on blocks whose
+        calls are not in flight, drawn uniformly, each made only when the
+        caching rule serves the block at the current iterate.  c is fixed, so
+        the iterates do not depend on timing; the steps overlap the calls in
+        flight.""", path=False,
+        cli_help="With --pipeline-lag and --cache: cache steps (no oracle call) the master "
+                 "makes after each step from an answer, on blocks whose calls are not in "
+                 "flight."),
 )
 
 NAMES: tuple[str, ...] = tuple(opt.name for opt in OPTIONS)
@@ -367,6 +397,31 @@ def _check_combination(o: dict[str, Any]) -> None:
                          "batch Frank-Wolfe (batch=True)")
     if o["n_samples"] > 1 and o["batch"]:
         raise ValueError(f"n_samples must be 1 for batch FW, got {o['n_samples']}")
+    if o["pipeline_lag"] is not None:
+        _check_pipeline(o)
+    elif o["pipeline_cache_steps"]:
+        raise ValueError("pipeline_cache_steps needs pipeline_lag (they are the master's "
+                         "steps while pipelined calls are in flight)")
+    if o["pipeline_cache_steps"] and not o["cache"]:
+        raise ValueError("pipeline_cache_steps needs cache=True (they are steps toward "
+                         "cached labellings)")
+
+
+def _check_pipeline(o: dict[str, Any]) -> None:
+    """The options pipelined BCFW (``pipeline_lag``) does not take."""
+    if o["batch"] or o["batch_blocks"] > 1:
+        raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
+                         "batch_blocks > 1 do not apply")
+    if o["parallel_steps"]:
+        raise ValueError("pipeline_lag and parallel_steps are two designs (pipelined calls, "
+                         "replayed mini-batch rounds): pick one")
+    if not o["line_search"]:
+        raise ValueError("pipeline_lag needs line_search=True (the exact line search at the "
+                         "current iterate is what makes stale answers safe)")
+    if o["sampling"] not in ORDER_SAMPLINGS:
+        raise ValueError(f"pipeline_lag samples one of {ORDER_SAMPLINGS}, not "
+                         f"{o['sampling']!r} (gap sampling draws from the gaps of steps not "
+                         "yet made)")
 
 
 def needs_active_sets(step: str, cache: bool, n_samples: int, state=None) -> bool:

@@ -22,6 +22,7 @@ from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
+from ssvm_core.pipeline import Pipeline, check_pipeline_executor, pipeline_workers
 from ssvm_core.shards import ShardExecutor
 from ssvm_core.state import SolverState
 from ssvm_core.validation import check_lam, resolve_box
@@ -82,7 +83,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
           batch_blocks: int = 1, parallel_steps: bool = False,
-          executor=None) -> SolveResult:
+          executor=None, pipeline_lag: int | None = None,
+          pipeline_cache_steps: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
     Parameters
@@ -116,7 +118,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
     certified from this check on); missing values are None.  Ctrl-C (SIGINT)
     or SIGTERM stops after the current pass (mini-batch rounds outside this
-    process: after the current round) and returns the model; a second
+    process: after the current round; pipelined steps: after the current
+    step) and returns the model; a second
     signal raises ``KeyboardInterrupt``.  A Dask executor that loses every
     worker (``WorkersLostError``) stops the run the same way, with status
     ``"workers lost"`` and a ``RuntimeWarning``.  A stop on a budget (``max_passes``,
@@ -137,13 +140,20 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     if parallel_steps and (not rounds or isinstance(pool, ShardExecutor)):
         raise ValueError("parallel_steps applies to mini-batch rounds: set batch_blocks > 1 "
                          "or a thread executor (not plain BCFW or shard rounds)")
+    pipe = None
     active_sets = needs_active_sets(step, cache, n_samples, state)
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
     rng = np.random.default_rng(random_state)
     if state.rng_state is not None:
         rng.bit_generator.state = state.rng_state
-    if isinstance(pool, ShardExecutor):
+    if pipeline_lag is not None:
+        check_pipeline_executor(pool)
+        pipe = Pipeline(oracle, state, pipeline_lag, pipeline_workers(pool, n_jobs), sampling,
+                        step=step, cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
+                        n_samples=n_samples, cache_steps=pipeline_cache_steps)
+        one_pass = functools.partial(pipe.one_pass, rng)
+    elif isinstance(pool, ShardExecutor):
         _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling)
         one_pass = functools.partial(pool.start(oracle, state, sampling).one_pass, rng)
     else:
@@ -159,7 +169,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                           pool=None if isinstance(pool, SerialExecutor) else pool)
     replaced_before = state.replaced_answers
     with pool if pool is not executor or isinstance(pool, ShardExecutor) else \
-            contextlib.nullcontext():
+            contextlib.nullcontext(), pipe if pipe is not None else contextlib.nullcontext():
         status = run.run()
     if status == "workers lost":
         warnings.warn(f"{run.lost}: the run stopped with status 'workers lost'; the model "
@@ -418,7 +428,7 @@ class FrankWolfeSSVM(BaseSSVM):
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
     time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
-    verbose, batch_blocks, parallel_steps, executor :
+    verbose, batch_blocks, parallel_steps, executor, pipeline_lag, pipeline_cache_steps :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
     box : "auto", "model", (lower, upper) or None, default "auto"
@@ -460,7 +470,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  gap_check_every: int = 10, initial_gap_pass: bool = True,
                  warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
-                 batch_blocks: int = 1, parallel_steps: bool = False, executor=None):
+                 batch_blocks: int = 1, parallel_steps: bool = False, executor=None,
+                 pipeline_lag: int | None = None, pipeline_cache_steps: int = 0):
         self.model = model
         self.lam = lam
         self.C = C
@@ -490,6 +501,8 @@ class FrankWolfeSSVM(BaseSSVM):
         self.batch_blocks = batch_blocks
         self.parallel_steps = parallel_steps
         self.executor = executor
+        self.pipeline_lag = pipeline_lag
+        self.pipeline_cache_steps = pipeline_cache_steps
 
     def fit(self, X, Y) -> FrankWolfeSSVM:
         """Train on examples ``X`` with ground-truth labellings ``Y``."""
