@@ -195,6 +195,7 @@ class _StatesOracle:
         self.augmentation = [model.loss_augmentation(ex, y)
                              for ex, y in zip(examples, self.labels)]
         self.phi_true = [model._phi(ex, h) for ex, h in zip(examples, H)]
+        self.states = [model._node_states(ex) for ex in examples]     # independent of w
         self.n_inexact = 0
 
     @property
@@ -204,13 +205,15 @@ class _StatesOracle:
 
     def _answer(self, i: int, z: np.ndarray):
         m, ex = self.model, self.examples[i]
+        if np.array_equal(z, self.H[i]):          # the ground truth itself: psi = 0, no loss
+            return np.zeros(self.n_features), 0.0
         psi = self.phi_true[i] - m._phi(ex, z)
         return psi, m.base_loss(self.labels[i], m._visible_labels(ex, z))
 
     def solve(self, i: int, w: np.ndarray):
         m, ex = self.model, self.examples[i]
         unary, pairwise = m._potentials(ex, w)
-        z, exact = m._decode(ex, unary + self.augmentation[i], pairwise, m._node_states(ex))
+        z, exact = m._decode(ex, unary + self.augmentation[i], pairwise, self.states[i])
         if not exact:
             self.n_inexact += 1
         psi, loss = self._answer(i, z)

@@ -10,6 +10,7 @@ elsewhere.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 
@@ -59,6 +60,17 @@ def expand_symmetric(compressed: np.ndarray) -> np.ndarray:
     return out + out.T - np.diag(np.diag(out))
 
 
+@functools.lru_cache(maxsize=64)
+def symmetric_index(n_states: int) -> np.ndarray:
+    """(K, K) read-only: the position of entry (a, b) of a symmetric K x K matrix in its
+    ``compress_symmetric`` vector (so ``expand_symmetric(c) == c[index]``)."""
+    lower = np.zeros((n_states, n_states), dtype=np.intp)
+    lower[np.tri(n_states, dtype=bool)] = np.arange(n_states * (n_states + 1) // 2)
+    index = np.maximum(lower, lower.T)
+    index.flags.writeable = False
+    return index
+
+
 def graph_joint_feature(g: Graph, y: np.ndarray, n_states: int, directed: bool,
                         edge_sym: np.ndarray | None) -> np.ndarray:
     """``GraphModel``'s phi(x, y) of a validated graph ``g`` and labelling ``y`` (n,) of
@@ -75,10 +87,10 @@ def graph_joint_feature(g: Graph, y: np.ndarray, n_states: int, directed: bool,
         unary = np.zeros((K, nodes.shape[1]))
         np.add.at(unary, (np.repeat(y, np.diff(nodes.indptr)), nodes.indices), nodes.data)
     unary = unary.ravel()                                        # (K, F) raveled
-    onehot = np.eye(K)[y]
     if edge_sym is not None:
         if m == 0:
             return np.concatenate([unary, np.zeros(len(edge_sym) * K * K)])
+        onehot = np.eye(K)[y]
         head, tail = onehot[g.edges[:, 0]], onehot[g.edges[:, 1]]
         pairs = (head[:, :, None] * tail[:, None, :]).reshape(m, K * K)
         pw = np.asarray(g.edge_features.T @ pairs).reshape(len(edge_sym), K, K)
@@ -86,11 +98,12 @@ def graph_joint_feature(g: Graph, y: np.ndarray, n_states: int, directed: bool,
             if sign:
                 pw[f] = (pw[f] + sign * pw[f].T) / 2.0
         return np.concatenate([unary, pw.ravel()])
+    size = K * K if directed else K * (K + 1) // 2
     if m == 0:
-        return np.concatenate([unary, np.zeros(K * K if directed else K * (K + 1) // 2)])
-    counts = onehot[g.edges[:, 0]].T @ onehot[g.edges[:, 1]]
-    pairwise = counts.ravel() if directed else compress_symmetric(counts)
-    return np.concatenate([unary, pairwise])
+        return np.concatenate([unary, np.zeros(size)])
+    head, tail = y[g.edges[:, 0]], y[g.edges[:, 1]]
+    cells = head * K + tail if directed else symmetric_index(K)[head, tail]
+    return np.concatenate([unary, np.bincount(cells, minlength=size).astype(np.float64)])
 
 
 class GraphModel(StructuredModel):

@@ -30,7 +30,7 @@ from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import GraphModel, GridModel, expand_symmetric, graph_joint_feature
+from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature, symmetric_index
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
@@ -46,7 +46,7 @@ def _pairwise_tables(base: GraphModel, g, weights: np.ndarray, E: int | None) ->
             if sign:
                 tables[f] = (tables[f] + sign * tables[f].T) / 2.0
         return np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
-    table = weights.reshape(K, K) if base.directed else expand_symmetric(weights)
+    table = weights.reshape(K, K) if base.directed else weights[symmetric_index(K)]
     return np.broadcast_to(table, (m, K, K))
 
 
