@@ -18,6 +18,7 @@ from ssvm_core import (
     primal_objective,
     solve,
 )
+from ssvm_core.solvers import on_check_schedule
 from ssvm_core.testing import (
     ToyChainModel,
     ToyMulticlassModel,
@@ -127,6 +128,44 @@ def test_max_passes(batch):
     assert [h["pass"] for h in result.history] == list(range(8))
     assert [h["pass"] for h in result.history if h["gap"] is not None] == [0, 3, 6, 7]
     assert not math.isnan(result.gap)       # a final gap check is always made
+
+
+def test_check_schedule_grows_geometrically():
+    assert [p for p in range(60) if on_check_schedule(p, 7, 0.0)] == list(range(0, 60, 7))
+    checks = [p for p in range(5000) if on_check_schedule(p, 10, 0.1)]
+    assert checks[:12] == list(range(0, 120, 10))
+    for a, b in zip(checks, checks[1:]):
+        assert b - a == max(10, int(0.1 * a))
+    assert len(checks) < 60                        # O(log P) instead of 500
+
+
+def test_gap_check_growth_thins_the_checks_and_still_certifies():
+    oracle = chain(n=6, T=4, K=3, F=3)
+    fixed = solve(oracle, 1e-3, tol=0, max_passes=600, averaging=False, random_state=0)
+    grown = solve(oracle, 1e-3, tol=0, max_passes=600, averaging=False, random_state=0,
+                  gap_check_growth=0.2)
+    checks = [h["pass"] for h in grown.history if h["gap"] is not None]
+    assert checks == [p for p in range(600) if on_check_schedule(p, 10, 0.2)] + [600]
+    assert grown.state.oracle_calls < fixed.state.oracle_calls
+    # the passes themselves are the same: only the exact checks were skipped
+    np.testing.assert_allclose(grown.w, fixed.w, rtol=1e-10, atol=1e-12)
+    # a converged run ends on an exact check at or below tol
+    tol = 0.5 * fixed.history[-1]["gap"]
+    result = solve(oracle, 1e-3, tol=tol, max_passes=5000, averaging=False, random_state=0,
+                   gap_check_growth=0.2)
+    assert result.status == "converged" and result.certified
+    assert result.history[-1]["gap"] == result.gap <= tol
+    assert result.gap == pytest.approx(primal_objective(oracle, 1e-3, result.w)
+                                       - dual_objective(result.state), rel=1e-9, abs=1e-14)
+    # a resumed run keeps the schedule of the state's life
+    first = solve(oracle, 1e-3, tol=0, max_passes=250, averaging=False, random_state=0,
+                  gap_check_growth=0.2)
+    second = solve(oracle, 1e-3, tol=0, max_passes=350, averaging=False,
+                   state=first.state, gap_check_growth=0.2)
+    resumed = [h["pass"] for h in first.history[:-1] + second.history[1:-1]
+               if h["gap"] is not None]
+    assert resumed == checks[:-1]
+    np.testing.assert_allclose(second.w, grown.w, rtol=1e-10, atol=1e-12)
 
 
 def test_max_oracle_calls_counts_gap_passes():
@@ -267,6 +306,8 @@ def test_solve_rejects_bad_lam(lam):
     ({"gap_check_every": 0}, "gap_check_every must be an integer >= 1"),
     ({"gap_check_every": 1.5}, "gap_check_every must be an integer >= 1"),
     ({"gap_check_every": -2}, "gap_check_every must be an integer >= 1"),
+    ({"gap_check_growth": -0.1}, "gap_check_growth must be a number"),
+    ({"gap_check_growth": 1.5}, "gap_check_growth must be a number"),
     ({"max_passes": 0}, "max_passes must be an integer >= 1"),
     ({"max_passes": 2.5}, "max_passes must be an integer >= 1"),
     ({"tol": -1e-3}, "tol must be a number >= 0"),
@@ -355,7 +396,8 @@ def test_get_params_set_params_round_trip():
                       "n_samples": 1, "psi_float32": False, "box": "auto",
                       "averaging": False,
                       "tol": 1e-5, "max_passes": 11, "max_oracle_calls": 99,
-                      "time_budget": 3.0, "gap_check_every": 4, "initial_gap_pass": True,
+                      "time_budget": 3.0, "gap_check_every": 4, "gap_check_growth": 0.0,
+                      "initial_gap_pass": True,
                       "warm_start": True,
                       "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0,
                       "batch_blocks": 1, "executor": None}

@@ -20,6 +20,7 @@ from ssvm_core.testing import (
     recover_alpha,
 )
 from ssvm_oracles import BinaryModel, GraphModel, GridModel, MultiLabelModel
+from ssvm_oracles._graphs import Graph, pack_graphs
 from ssvm_oracles.graph import compress_symmetric, expand_symmetric, grid_edges
 
 
@@ -180,6 +181,36 @@ def test_binary_model_is_pystructs_binary_svm():
     labels = [oracle.solve_py(i, w)[0][0] for i in range(6)]
     np.testing.assert_array_equal(labels, np.where(np.sign(X @ w - Y) > 0, 1, 0))
     assert model.loss([1], [0]) == 1.0 and model.loss([-1], [0]) == 0.0
+
+
+@pytest.mark.parametrize("blocks", ["dense", "compact"])
+def test_binary_model_packs_like_one_graph_per_example(blocks):
+    """The one-CSR packing of BinaryModel answers as the per-example graphs of pack_graphs."""
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(40, 5)) * (rng.random((40, 5)) < 0.6)
+    Y = rng.integers(0, 2, size=40)
+    oracle = BinaryModel(blocks=blocks).bind(X, Y)
+    half = sp.csr_array(X / 2.0)
+    graphs = [Graph(half[[i]], np.zeros((0, 2), np.int64), sp.csr_array((0, 0)))
+              for i in range(40)]
+    reference = pack_graphs(graphs, [np.array([v], np.int32) for v in Y], n_states=2,
+                            n_features=5, unary_mode="signed", pairwise_mode="edge_features",
+                            n_edge_features=0, edge_sym=np.zeros(0, np.int8),
+                            class_weight=np.ones(2), inference="auto", max_iter=1,
+                            damping=0.0, max_brute=2, blocks=blocks)
+    assert oracle.n_blocks == reference.n_blocks == 40 and oracle.storage == blocks
+    for w in rng.normal(size=(4, 5)):
+        for i in range(40):
+            z, psi, loss, _ = oracle.solve_py(i, w)
+            z_ref, psi_ref, loss_ref, _ = reference.solve_py(i, w)
+            np.testing.assert_array_equal(z, z_ref)
+            np.testing.assert_allclose(np.asarray(psi), np.asarray(psi_ref))
+            assert loss == loss_ref
+            # the answer is the loss-augmented argmax of the two labels
+            s = 2 * Y[i] - 1
+            assert z[0] == int(X[i] @ w - s > 0)
+    with pytest.raises(ValueError, match="X has 40 examples but Y has 39 labels"):
+        BinaryModel().bind(X, Y[:39])
 
 
 # ---------------------------------------------------------------------------

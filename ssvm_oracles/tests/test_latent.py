@@ -8,7 +8,7 @@ import pytest
 from ssvm_core import primal_objective
 from ssvm_core.latent import LatentSSVM
 from ssvm_oracles.latent import LatentGraphModel, LatentGridModel, LatentNodeModel
-from ssvm_oracles.potentials import decode_potentials
+from ssvm_oracles.potentials import decode_potentials, gather_local
 
 
 def _score(u, pw, edges, z):
@@ -87,6 +87,65 @@ def test_latent_models_match_brute_force(case):
                                     - model.joint_feature(x, labels))
         assert loss == model.loss(h_true, labels)
     assert oracle.exact
+
+
+def _every_latent_layout():
+    """(model, inputs, visible labellings) of every latent model and layout, edgeless ones
+    (latent SVMs as CRFs, isolated hidden nodes) included."""
+    rng = np.random.default_rng(11)
+    yield from (((m, [x], [y]) for m, x, y in _models_and_examples()))
+    single = [(rng.normal(size=(1, 4)), np.zeros((0, 2), np.int64)) for _ in range(6)]
+    yield LatentGraphModel(2, 5), single, [rng.integers(0, 2, size=1) for _ in range(6)]
+    yield (LatentGraphModel(3, [1, 2, 3], n_features=4), single,
+           [rng.integers(0, 3, size=1) for _ in range(6)])
+    bags = [(rng.normal(size=(3, 2)), np.zeros((0, 2), np.int64)) for _ in range(4)]
+    yield LatentGraphModel(2, [3, 2]), bags, [rng.integers(0, 2, size=3) for _ in range(4)]
+    isolated = [(rng.normal(size=(5, 2)), np.zeros((0, 2), np.int64), 2) for _ in range(3)]
+    yield (LatentNodeModel(2, 3, latent_node_features=True), isolated,
+           [rng.integers(0, 2, size=3) for _ in range(3)])
+    edged = [(rng.normal(size=(3, 2)), np.array([[0, 3], [1, 3], [2, 3]]),
+              rng.normal(size=(3, 2)), 1) for _ in range(3)]
+    yield (LatentNodeModel(2, 2, n_edge_features=2, symmetric_edge_features=[0]), edged,
+           [rng.integers(0, 2, size=3) for _ in range(3)])
+
+
+@pytest.mark.parametrize("case", range(10))
+def test_latent_oracles_answer_as_the_generic_decoder(case):
+    """The oracle, the completion and predictions equal decode_potentials on the models'
+    potentials with the public joint feature (the generic route), on random w."""
+    model, X, Y = list(_every_latent_layout())[case]
+    rng = np.random.default_rng(100 + case)
+    H = model.init_latent(X, Y)
+    oracle = model.bind(X, H)
+    examples = model._examples(X)
+    for _ in range(5):
+        w = rng.normal(size=model.size_joint_feature)
+        for i, (ex, x, y, h) in enumerate(zip(examples, X, Y, H)):
+            unary, pairwise = model._potentials(ex, w)
+            flat_h = np.ravel(h).astype(np.int32)
+            unary = unary + model.loss_augmentation(ex, model._visible_labels(ex, flat_h))
+            states = model._node_states(ex)
+            if states is None:
+                z_ref, _ = decode_potentials(unary, pairwise, ex.graph.edges)
+            else:
+                local_u, local_p = gather_local(unary, pairwise, ex.graph.edges, states)
+                z_loc, _ = decode_potentials(local_u, local_p, ex.graph.edges,
+                                             n_allowed=np.sum(states >= 0, axis=1))
+                z_ref = states[np.arange(len(z_loc)), z_loc]
+            labels, psi, loss, _ = oracle.solve_py(i, w)
+            np.testing.assert_array_equal(labels, z_ref)
+            z_shaped = np.reshape(z_ref, np.shape(h))
+            np.testing.assert_allclose(psi, model.joint_feature(x, h)
+                                       - model.joint_feature(x, z_shaped), atol=1e-12)
+            assert loss == model.loss(h, z_shaped)
+            # the completion: the best consistent h, by enumeration on these small inputs
+            completion = model.latent(x, y, w)
+            consistent = [c for c in model.enumerate_labellings(x)
+                          if np.array_equal(np.ravel(model.label_from_latent(c)), np.ravel(y))]
+            assert w @ model.joint_feature(x, completion) == pytest.approx(
+                max(w @ model.joint_feature(x, c) for c in consistent), abs=1e-9)
+    assert oracle.exact == all(model._decode(ex, *model._potentials(ex, w),
+                                             model._node_states(ex))[1] for ex in examples)
 
 
 def test_latent_graph_loss_compares_labels_only():

@@ -262,6 +262,16 @@ OPTIONS: tuple[Option, ...] = (
         cli_help="Passes between exact gap checks, each costing one oracle call per block "
                  "(two with averaging); a check is also made at the start, at the end and "
                  "when the gap estimates fall below tol."),
+    Option("gap_check_growth", 0.0, Number(0.0, 1.0), "float", """
+        0 keeps the scheduled checks ``gap_check_every`` passes apart; g > 0
+        places the next one max(gap_check_every, floor(g p)) passes after the
+        one at pass p (counted over the state's life), so a run of P passes
+        makes O(log P) scheduled checks instead of P / ``gap_check_every``
+        (each an oracle call per block), and continues at most about g p
+        passes past a pass p where its gap fell below tol.  For long runs
+        whose passes are cheaper than gap checks (cached steps, Python
+        oracles).  The early checks (gap estimates <= 0.8 tol) stay, and a
+        run still stops converged only on an exact check.""", cli=False, path=False),
     Option("initial_gap_pass", True, Boolean(), "bool", """
         False skips the gap pass at the start when ``state.exact_gaps`` holds
         the exact gaps of its iterate (right after a solve ending on a gap

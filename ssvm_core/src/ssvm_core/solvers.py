@@ -78,7 +78,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           tol: float = 1e-3,
           max_passes: int = 100, max_oracle_calls: int | None = None,
           time_budget: float | None = None, gap_check_every: int = 10,
-          state: SolverState | None = None, initial_gap_pass: bool = True,
+          gap_check_growth: float = 0.0, state: SolverState | None = None,
+          initial_gap_pass: bool = True,
           random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
@@ -164,7 +165,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
             cache_nu=cache_nu, n_samples=n_samples, parallel_steps=parallel_steps)
     budgets = Budgets(max_passes, max_oracle_calls, time_budget)
     run = _FrankWolfeLoop(oracle, state, rng, budgets, one_pass, mode=mode, tol=tol,
-                          gap_check_every=gap_check_every, initial_gap_pass=initial_gap_pass,
+                          gap_check_every=gap_check_every, gap_check_growth=gap_check_growth,
+                          initial_gap_pass=initial_gap_pass,
                           callback=callback, n_jobs=n_jobs, verbose=verbose,
                           pool=None if isinstance(pool, SerialExecutor) else pool)
     replaced_before = state.replaced_answers
@@ -246,9 +248,10 @@ class _FrankWolfeLoop(PassLoop):
     VERBOSE_FIELDS = (("dual", ".6g"), ("gap", ".3e"), ("gap_avg", ".3e"))
 
     def __init__(self, oracle, state, rng, budgets, one_pass, *, mode, tol, gap_check_every,
-                 initial_gap_pass, callback, n_jobs, verbose, pool):
+                 gap_check_growth, initial_gap_pass, callback, n_jobs, verbose, pool):
         super().__init__(state, rng, oracle.n_blocks, budgets, gap_check_every, callback,
                          verbose)
+        self.check_growth = gap_check_growth
         self.oracle, self.pool, self.n_jobs = oracle, pool, n_jobs
         self._pass = one_pass
         self.mode, self.averaging = mode, mode != "plain"
@@ -287,12 +290,13 @@ class _FrankWolfeLoop(PassLoop):
     def scheduled(self) -> bool:
         """Whether the solver's schedule asks for a gap check after the state's last pass.
 
-        Every ``gap_check_every`` passes (counted over the state's whole life, so
-        a resumed run keeps the schedule), and early when the gap estimates sum
-        to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled checks feed the
-        gap sampler and the caching rule.
+        Every ``gap_check_every`` passes, or with ``gap_check_growth`` g > 0 at
+        the passes of ``check_schedule`` (both counted over the state's whole
+        life, so a resumed run keeps the schedule), and early when the gap
+        estimates sum to <= 0.8 tol (gapBCFW's heuristic exit).  Only scheduled
+        checks feed the gap sampler and the caching rule.
         """
-        return super().scheduled() or (
+        return on_check_schedule(self.state.passes, self.check_every, self.check_growth) or (
             self.tol > 0 and _estimate_below(self.state, HEURISTIC_EXIT * self.tol))
 
     def one_pass(self) -> int:
@@ -398,6 +402,21 @@ def _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size, 
     return state
 
 
+def on_check_schedule(passes: int, every: int, growth: float) -> bool:
+    """Whether pass ``passes`` (of a state's life) ends with a scheduled gap check.
+
+    The checks fall at c_0 = 0 and c_{j+1} = c_j + max(every, floor(growth c_j)):
+    every ``every`` passes when ``growth`` is 0, geometrically sparser once
+    growth c_j exceeds ``every``.
+    """
+    if growth == 0.0:
+        return passes % every == 0
+    check = 0
+    while check < passes:
+        check += max(every, int(growth * check))
+    return check == passes
+
+
 def _estimate_below(state: SolverState, threshold: float) -> bool:
     """Whether the (stale) block gap estimates sum to at most ``threshold``."""
     estimates = state.block_gap_estimates
@@ -427,8 +446,8 @@ class FrankWolfeSSVM(BaseSSVM):
         ``lam`` and ``C``.
     batch, line_search, sampling, step, cache, cache_size, cache_factor, cache_nu, \
     n_samples, psi_float32, averaging, tol, max_passes, max_oracle_calls, \
-    time_budget, gap_check_every, initial_gap_pass, random_state, callback, n_jobs, \
-    verbose, batch_blocks, parallel_steps, executor, pipeline_lag, pipeline_cache_steps :
+    time_budget, gap_check_every, gap_check_growth, initial_gap_pass, random_state, callback, \
+    n_jobs, verbose, batch_blocks, parallel_steps, executor, pipeline_lag, pipeline_cache_steps :
         The solver options of ``ssvm_core.solve`` (one table,
         ``ssvm_core.options``), with the same defaults.
     box : "auto", "model", (lower, upper) or None, default "auto"
@@ -467,8 +486,8 @@ class FrankWolfeSSVM(BaseSSVM):
                  psi_float32: bool = False, box="auto", averaging: str | bool = "average",
                  tol: float = 1e-3, max_passes: int = 100,
                  max_oracle_calls: int | None = None, time_budget: float | None = None,
-                 gap_check_every: int = 10, initial_gap_pass: bool = True,
-                 warm_start: bool = False, random_state=None,
+                 gap_check_every: int = 10, gap_check_growth: float = 0.0,
+                 initial_gap_pass: bool = True, warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
                  batch_blocks: int = 1, parallel_steps: bool = False, executor=None,
                  pipeline_lag: int | None = None, pipeline_cache_steps: int = 0):
@@ -492,6 +511,7 @@ class FrankWolfeSSVM(BaseSSVM):
         self.max_oracle_calls = max_oracle_calls
         self.time_budget = time_budget
         self.gap_check_every = gap_check_every
+        self.gap_check_growth = gap_check_growth
         self.initial_gap_pass = initial_gap_pass
         self.warm_start = warm_start
         self.random_state = random_state

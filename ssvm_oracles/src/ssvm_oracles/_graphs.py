@@ -263,33 +263,76 @@ def pack_graphs(graphs: Sequence[Graph], labels: Sequence[np.ndarray], *, n_stat
     """Concatenate validated graphs and labellings into a ``GraphOracle`` whose
     blocks are stored as ``blocks`` says ("auto": ``block_storage``)."""
     method, forests = plan_methods(graphs, n_states, inference, max_brute)
-    U = n_states if unary_mode == "onehot" else 1
-    P = pairwise_size(pairwise_mode, n_states, n_edge_features)
     if all(isinstance(g.nodes, np.ndarray) for g in graphs):
         nodes = as_csr(np.vstack([g.nodes for g in graphs]), "node features")
     else:
         nodes = sp.vstack([sp.csr_array(g.nodes) for g in graphs], format="csr")
     sizes = [g.nodes.shape[0] for g in graphs]
     counts = [len(g.edges) for g in graphs]
-    node_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
-    edge_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
     edges = np.concatenate([g.edges for g in graphs]).reshape(-1, 2)
     if pairwise_mode == "edge_features":
         efeat = sp.vstack([g.edge_features for g in graphs], format="csr")
-        erow_ptr, ecol, evals = efeat.indptr, efeat.indices, efeat.data
     else:
-        erow_ptr, ecol, evals = np.zeros(len(edges) + 1), np.zeros(0), np.zeros(0)
+        efeat = None
     order, parent, pedge, flip = [], [], [], []
     for n, m, forest in zip(sizes, counts, forests):
         if forest is None:
             forest = (np.arange(n), np.full(n, -1), np.full(n, -1), np.zeros(m))
         for out, part in zip((order, parent, pedge, flip), forest):
             out.append(part)
+    plan = (method, *(np.concatenate(part) for part in (order, parent, pedge, flip)))
+    return _graph_oracle(nodes, sizes, edges, counts, efeat, np.concatenate(labels), plan,
+                         n_states=n_states, n_features=n_features, unary_mode=unary_mode,
+                         pairwise_mode=pairwise_mode, n_edge_features=n_edge_features,
+                         edge_sym=edge_sym, class_weight=class_weight, max_iter=max_iter,
+                         damping=damping, max_brute=max_brute, blocks=blocks)
+
+
+def pack_single_nodes(nodes: sp.csr_array, labels: np.ndarray, *, n_states: int,
+                      unary_mode: str, pairwise_mode: str, class_weight: np.ndarray,
+                      inference: str, max_iter: int, damping: float, max_brute: int,
+                      blocks: str = "dense") -> GraphOracle:
+    """``pack_graphs`` of one edgeless one-node graph per row of ``nodes`` (validated CSR,
+    no explicit zeros), labelled ``labels`` (n,), built from the whole matrix at once:
+    every such graph gets the method ``plan_methods`` gives the first one."""
+    n = nodes.shape[0]
+    first = Graph(nodes[[0]], np.zeros((0, 2), np.int64), None)
+    method, _ = plan_methods([first], n_states, inference, max_brute)
+    # a one-node graph's order is itself, without parent (forest or not)
+    plan = (np.repeat(method, n), np.zeros(n, np.intp), np.full(n, -1, np.intp),
+            np.full(n, -1, np.intp), np.zeros(0, np.int8))
+    efeat = sp.csr_array((0, 0)) if pairwise_mode == "edge_features" else None
+    return _graph_oracle(nodes, np.ones(n, np.intp), np.zeros((0, 2), np.int64),
+                         np.zeros(n, np.intp), efeat, np.asarray(labels, np.int32), plan,
+                         n_states=n_states, n_features=nodes.shape[1], unary_mode=unary_mode,
+                         pairwise_mode=pairwise_mode, n_edge_features=0,
+                         edge_sym=np.zeros(0, np.int8), class_weight=class_weight,
+                         max_iter=max_iter, damping=damping, max_brute=max_brute,
+                         blocks=blocks)
+
+
+def _graph_oracle(nodes: sp.csr_array, sizes, edges: np.ndarray, counts,
+                  efeat: sp.csr_array | None, labels: np.ndarray, plan: tuple, *,
+                  n_states: int, n_features: int, unary_mode: str, pairwise_mode: str,
+                  n_edge_features: int, edge_sym: np.ndarray, class_weight: np.ndarray,
+                  max_iter: int, damping: float, max_brute: int, blocks: str) -> GraphOracle:
+    """The ``GraphOracle`` of concatenated graphs: node rows ``nodes`` (``sizes`` a graph),
+    ``edges`` (``counts`` a graph, node indices local to their graph), edge features
+    ``efeat`` (None without edge-feature pairwise terms) and ``plan`` = (method codes,
+    forest order, parent, parent edge, flip) concatenated over the graphs."""
+    U = n_states if unary_mode == "onehot" else 1
+    P = pairwise_size(pairwise_mode, n_states, n_edge_features)
+    node_ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    edge_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.intp)
+    if efeat is not None:
+        erow_ptr, ecol, evals = efeat.indptr, efeat.indices, efeat.data
+    else:
+        erow_ptr, ecol, evals = np.zeros(len(edges) + 1), np.zeros(0), np.zeros(0)
+    method, order, parent, pedge, flip = plan
     return GraphOracle(
         n_states, n_features, unary_mode, pairwise_mode, n_edge_features, edge_sym, node_ptr,
         nodes.indptr, nodes.indices, nodes.data, edge_ptr, edges[:, 0], edges[:, 1], erow_ptr,
-        ecol, evals, np.concatenate(labels), class_weight, method, np.concatenate(order),
-        np.concatenate(parent), np.concatenate(pedge), np.concatenate(flip), max_iter,
+        ecol, evals, labels, class_weight, method, order, parent, pedge, flip, max_iter,
         damping, max_brute,
         block_storage(blocks, sizes, counts, node_coords=U, pair_coords=P,
                       n_features=n_features * U + P))

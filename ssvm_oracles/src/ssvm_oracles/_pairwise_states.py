@@ -69,10 +69,23 @@ class PairwiseStatesModel(StructuredModel):
     def _shape(self, ex: Example, h: np.ndarray):
         return h
 
+    def _phi(self, ex: Example, h: np.ndarray) -> np.ndarray:
+        """phi(x, h) of a validated example and a flat valid labelling (the oracle's
+        hot path; subclasses compute it without validating x again)."""
+        return self.joint_feature(ex.x, self._shape(ex, h))
+
     # -- shared ------------------------------------------------------------------
 
     def _decode(self, ex: Example, unary, pairwise, states) -> tuple[np.ndarray, bool]:
         edges = ex.graph.edges
+        if edges.shape[0] == 0:
+            # no pairwise terms: each node's best allowed state, exactly (latent SVMs as CRFs)
+            if states is None:
+                return np.argmax(unary, axis=1).astype(np.int32), True
+            local = np.where(states >= 0, np.take_along_axis(unary, np.maximum(states, 0),
+                                                            axis=1), -np.inf)
+            best = np.argmax(local, axis=1)
+            return states[np.arange(len(best)), best].astype(np.int32), True
         options = {"inference": self.inference, "max_iter": self.max_iter,
                    "damping": self.damping, "max_brute": self.max_brute}
         if states is None:
@@ -181,8 +194,8 @@ class _StatesOracle:
         self.labels = [model._visible_labels(ex, h) for ex, h in zip(examples, H)]
         self.augmentation = [model.loss_augmentation(ex, y)
                              for ex, y in zip(examples, self.labels)]
-        self.phi_true = [model.joint_feature(ex.x, model._shape(ex, h))
-                         for ex, h in zip(examples, H)]
+        self.phi_true = [model._phi(ex, h) for ex, h in zip(examples, H)]
+        self.states = [model._node_states(ex) for ex in examples]     # independent of w
         self.n_inexact = 0
 
     @property
@@ -192,13 +205,15 @@ class _StatesOracle:
 
     def _answer(self, i: int, z: np.ndarray):
         m, ex = self.model, self.examples[i]
-        psi = self.phi_true[i] - m.joint_feature(ex.x, m._shape(ex, z))
+        if np.array_equal(z, self.H[i]):          # the ground truth itself: psi = 0, no loss
+            return np.zeros(self.n_features), 0.0
+        psi = self.phi_true[i] - m._phi(ex, z)
         return psi, m.base_loss(self.labels[i], m._visible_labels(ex, z))
 
     def solve(self, i: int, w: np.ndarray):
         m, ex = self.model, self.examples[i]
         unary, pairwise = m._potentials(ex, w)
-        z, exact = m._decode(ex, unary + self.augmentation[i], pairwise, m._node_states(ex))
+        z, exact = m._decode(ex, unary + self.augmentation[i], pairwise, self.states[i])
         if not exact:
             self.n_inexact += 1
         psi, loss = self._answer(i, z)

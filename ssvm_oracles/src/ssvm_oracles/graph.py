@@ -10,6 +10,7 @@ elsewhere.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 
@@ -57,6 +58,52 @@ def expand_symmetric(compressed: np.ndarray) -> np.ndarray:
     out = np.zeros((K, K), dtype=compressed.dtype)
     out[np.tri(K, dtype=bool)] = compressed
     return out + out.T - np.diag(np.diag(out))
+
+
+@functools.lru_cache(maxsize=64)
+def symmetric_index(n_states: int) -> np.ndarray:
+    """(K, K) read-only: the position of entry (a, b) of a symmetric K x K matrix in its
+    ``compress_symmetric`` vector (so ``expand_symmetric(c) == c[index]``)."""
+    lower = np.zeros((n_states, n_states), dtype=np.intp)
+    lower[np.tri(n_states, dtype=bool)] = np.arange(n_states * (n_states + 1) // 2)
+    index = np.maximum(lower, lower.T)
+    index.flags.writeable = False
+    return index
+
+
+def graph_joint_feature(g: Graph, y: np.ndarray, n_states: int, directed: bool,
+                        edge_sym: np.ndarray | None) -> np.ndarray:
+    """``GraphModel``'s phi(x, y) of a validated graph ``g`` and labelling ``y`` (n,) of
+    states in [0, ``n_states``): [U (K x F), pairwise part], the pairwise part K x K
+    counts (``directed``), their ``compress_symmetric`` or, when ``edge_sym`` (E,) is
+    given, E edge-feature-weighted K x K matrices (the (anti)symmetrised ones averaged
+    with their (negated) transposes)."""
+    K, m = n_states, g.edges.shape[0]
+    if isinstance(g.nodes, np.ndarray):
+        unary = np.zeros((K, g.nodes.shape[1]))
+        np.add.at(unary, y, g.nodes)
+    else:                                                        # CSR rows without zeros
+        nodes = g.nodes
+        unary = np.zeros((K, nodes.shape[1]))
+        np.add.at(unary, (np.repeat(y, np.diff(nodes.indptr)), nodes.indices), nodes.data)
+    unary = unary.ravel()                                        # (K, F) raveled
+    if edge_sym is not None:
+        if m == 0:
+            return np.concatenate([unary, np.zeros(len(edge_sym) * K * K)])
+        onehot = np.eye(K)[y]
+        head, tail = onehot[g.edges[:, 0]], onehot[g.edges[:, 1]]
+        pairs = (head[:, :, None] * tail[:, None, :]).reshape(m, K * K)
+        pw = np.asarray(g.edge_features.T @ pairs).reshape(len(edge_sym), K, K)
+        for f, sign in np.ndenumerate(edge_sym):
+            if sign:
+                pw[f] = (pw[f] + sign * pw[f].T) / 2.0
+        return np.concatenate([unary, pw.ravel()])
+    size = K * K if directed else K * (K + 1) // 2
+    if m == 0:
+        return np.concatenate([unary, np.zeros(size)])
+    head, tail = y[g.edges[:, 0]], y[g.edges[:, 1]]
+    cells = head * K + tail if directed else symmetric_index(K)[head, tail]
+    return np.concatenate([unary, np.bincount(cells, minlength=size).astype(np.float64)])
 
 
 class GraphModel(StructuredModel):
@@ -258,21 +305,8 @@ class GraphModel(StructuredModel):
     def joint_feature(self, x, y) -> np.ndarray:
         (g,), F, E = self._graphs([x])
         y = check_graph_labels(y, 0, g.nodes.shape[0], self.n_states)
-        K = self.n_states
-        onehot = np.eye(K)[y]
-        unary = np.asarray((g.nodes.T @ onehot).T).ravel()          # (K, F) raveled
-        head, tail = onehot[g.edges[:, 0]], onehot[g.edges[:, 1]]
-        if E is not None:
-            pairs = (head[:, :, None] * tail[:, None, :]).reshape(len(g.edges), K * K)
-            pw = np.asarray(g.edge_features.T @ pairs).reshape(E, K, K)
-            for f, sign in np.ndenumerate(self._edge_sym(E)):
-                if sign:
-                    pw[f] = (pw[f] + sign * pw[f].T) / 2.0
-            pairwise = pw.ravel()
-        else:
-            counts = head.T @ tail
-            pairwise = counts.ravel() if self.directed else compress_symmetric(counts)
-        return np.concatenate([unary, pairwise])
+        return graph_joint_feature(g, y, self.n_states, self.directed,
+                                   None if E is None else self._edge_sym(E))
 
     def loss(self, y_true, y_pred) -> float:
         """sum_v cw[y_true_v] [y_true_v != y_pred_v]."""

@@ -30,7 +30,7 @@ from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import GraphModel, GridModel, expand_symmetric
+from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature, symmetric_index
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
@@ -38,13 +38,15 @@ __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clu
 def _pairwise_tables(base: GraphModel, g, weights: np.ndarray, E: int | None) -> np.ndarray:
     """(m, K, K) pairwise scores of graph g from ``GraphModel`` ``base``'s pairwise weights."""
     K, m = base.n_states, g.edges.shape[0]
+    if m == 0:
+        return np.zeros((0, K, K))
     if E is not None:
         tables = weights.reshape(E, K, K).copy()
         for f, sign in enumerate(base._edge_sym(E)):
             if sign:
                 tables[f] = (tables[f] + sign * tables[f].T) / 2.0
         return np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
-    table = weights.reshape(K, K) if base.directed else expand_symmetric(weights)
+    table = weights.reshape(K, K) if base.directed else weights[symmetric_index(K)]
     return np.broadcast_to(table, (m, K, K))
 
 
@@ -192,6 +194,12 @@ class LatentGraphModel(_LatentPairwise):
     def joint_feature(self, x, h) -> np.ndarray:
         """``GraphModel``'s phi(x, h) over the K states."""
         return self.base.joint_feature(x, h)
+
+    def _phi(self, ex: Example, h: np.ndarray) -> np.ndarray:
+        g = ex.graph
+        return graph_joint_feature(g, h, self.n_states, self.base.directed,
+                                   None if g.edge_features is None
+                                   else self.base._edge_sym(g.edge_features.shape[1]))
 
     def _examples(self, X: Sequence) -> list[Example]:
         graphs, F, E = self.base._graphs(X)
@@ -419,12 +427,14 @@ class LatentNodeModel(_LatentPairwise):
 
     def joint_feature(self, x, h) -> np.ndarray:
         (ex,) = self._examples([x])
-        h = self._flat_h(ex, h)
+        return self._phi(ex, self._flat_h(ex, h))
+
+    def _phi(self, ex: Example, h: np.ndarray) -> np.ndarray:
         g = ex.graph
-        graph = (g.nodes, g.edges) if g.edge_features is None else (g.nodes, g.edges,
-                                                                      g.edge_features)
-        full = self.base.joint_feature(graph, h)
-        F = ex.graph.nodes.shape[1]
+        full = graph_joint_feature(g, h, self.n_states, self.base.directed,
+                                   None if self.n_edge_features is None
+                                   else self.base._edge_sym(self.n_edge_features))
+        F = g.nodes.shape[1]
         return np.concatenate([full[:self._unary_rows * F], full[self.n_states * F:]])
 
     def init_latent(self, X: Sequence, Y: Sequence) -> list:

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from ssvm_core import StructuredModel
 from ssvm_core.validation import check_blocks, check_weights
 from ssvm_oracles._graph import GraphOracle
-from ssvm_oracles._graphs import INFERENCE, Graph, as_csr, pack_graphs
+from ssvm_oracles._graphs import INFERENCE, Graph, as_csr, pack_graphs, pack_single_nodes
 
 __all__ = ["BinaryModel", "MultiLabelModel"]
 
@@ -243,23 +243,19 @@ class BinaryModel(StructuredModel):
 
     def _pack(self, X, labels, blocks: str = "dense") -> GraphOracle:
         X = _vectors(X, self.n_features) / 2.0
-        empty = np.zeros((0, 2), np.int64)
-        no_features = sp.csr_array((0, 0))
-        graphs = [Graph(sp.csr_array(X[[i]]), empty, no_features) for i in range(X.shape[0])]
         if labels is None:
-            labels = np.zeros(len(graphs), np.int32)
-        return pack_graphs(graphs, [np.array([v], np.int32) for v in labels], n_states=2,
-                           n_features=X.shape[1], unary_mode="signed",
-                           pairwise_mode="edge_features", n_edge_features=0,
-                           edge_sym=np.zeros(0, np.int8), class_weight=np.ones(2),
-                           inference="auto", max_iter=1, damping=0.0, max_brute=2,
-                           blocks=blocks)
+            labels = np.zeros(X.shape[0], np.int32)
+        return pack_single_nodes(X, labels, n_states=2, unary_mode="signed",
+                                 pairwise_mode="edge_features", class_weight=np.ones(2),
+                                 inference="auto", max_iter=1, damping=0.0, max_brute=2,
+                                 blocks=blocks)
 
     def bind(self, X, Y) -> GraphOracle:
+        X = _vectors(X, self.n_features)
+        if X.shape[0] != np.size(Y):
+            raise ValueError(f"X has {X.shape[0]} examples but Y has {np.size(Y)} labels")
         oracle = self._pack(X, _check_binary(np.reshape(Y, -1), (np.size(Y),), (-1, 0)),
                             self.blocks)
-        if oracle.n_blocks != np.size(Y):
-            raise ValueError(f"X has {oracle.n_blocks} examples but Y has {np.size(Y)} labels")
         self._bound_features = oracle.n_features
         return oracle
 

@@ -58,12 +58,15 @@ def joint_constraint(answers: Answers, n: int, d: int) -> tuple[np.ndarray, floa
     stand for the ground truth (psi = 0, loss = 0).
     """
     first = answers.ans_ptr[:-1]                   # the argmax of each block
-    keep = answers.ground[first] == 0
-    losses = answers.loss[first][keep]
-    g = np.zeros(d)
-    for a in first[keep]:
-        lo, hi = answers.psi_ptr[a], answers.psi_ptr[a + 1]
-        np.add.at(g, answers.psi_idx[lo:hi], answers.psi_val[lo:hi])
+    keep = first[answers.ground[first] == 0]
+    losses = answers.loss[keep]
+    starts = np.asarray(answers.psi_ptr)[keep]
+    lengths = np.asarray(answers.psi_ptr)[keep + 1] - starts
+    # the kept answers' psi entries, answer after answer (one bincount, summed in that order)
+    entries = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths),
+                                                   lengths)
+    g = np.bincount(np.asarray(answers.psi_idx)[entries],
+                    weights=np.asarray(answers.psi_val)[entries], minlength=d)
     return g / n, float(np.sum(losses)) / n
 
 
