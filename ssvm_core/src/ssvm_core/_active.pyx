@@ -434,9 +434,9 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger
                 st.mark(i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block
                 if not below_ground_truth(&c[k]):
-                    q = atoms._add(i, &c[k], j - 1, oracle.n_features)
+                    q = atoms._add(i, &c[k], st.entries(&c[k]), j - 1)
                     blk.score[q] = c[k].score
-            ks = atoms._add(i, c, j, oracle.n_features)   # last: evictions cannot move it
+            ks = atoms._add(i, c, st.entries(c), j)   # last: evictions cannot move it
             blk.score[ks] = c.score
 
         # Away atom: the worst active one (indices may have moved on eviction).
@@ -715,7 +715,7 @@ def move_to_vertices(MaxOracle oracle, state, labellings):
         view.store.move(oracle, &view.direction.d, 1.0, &view.primal, 0.0)
         view.ledger.ell[i] = c.loss / n
         if atoms is not None:
-            ks = atoms._add(i, c, 0, oracle.n_features)
+            ks = atoms._add(i, c, view.store.entries(c), 0)
             blk = &atoms.blocks[i]
             for k in range(blk.n):
                 blk.alpha[k] = 1.0 if k == ks else 0.0

@@ -13,6 +13,15 @@ from ssvm_core._oracle cimport Corner
 from ssvm_core._vector cimport ssvm_prefetch
 
 
+ctypedef struct Entries:
+    # The vector an atom keeps of a corner, in the frame of the block's storage
+    # (BlockStore.entries): COO entries (repeated indices add up) or, with idx
+    # NULL, nnz dense values whose nonzeros are kept.
+    const int32_t* idx
+    const float64_t* val
+    intp_t nnz
+
+
 ctypedef struct BlockAtoms:
     intp_t n              # atoms stored (>= 1: atom 0 is the ground truth)
     intp_t cap            # capacity in atoms
@@ -35,11 +44,11 @@ cdef class ActiveSets:
     cdef readonly intp_t n_blocks
     cdef readonly intp_t cache_size     # eviction starts above this many atoms
     cdef readonly bint single           # psi values stored as float32
-    cdef readonly bint compact          # psi kept in block coordinates
+    cdef readonly bint compact          # psi kept in block coordinates (the store says)
 
     cdef intp_t _find(self, intp_t i, const Corner* c) noexcept nogil
-    cdef intp_t _add(self, intp_t i, const Corner* c, intp_t step,
-                     intp_t n_features) except -1 nogil
+    cdef intp_t _add(self, intp_t i, const Corner* c, Entries x,
+                     intp_t step) except -1 nogil
     cdef int _remove(self, intp_t i, intp_t k) except -1 nogil
 
 

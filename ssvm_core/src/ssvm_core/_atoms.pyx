@@ -200,9 +200,10 @@ cdef class ActiveSets:
                 return k
         return -1
 
-    cdef intp_t _add(self, intp_t i, const Corner* c, intp_t step,
-                     intp_t n_features) except -1 nogil:
-        """Index of the corner's atom, stored (alpha = 0) if new.
+    cdef intp_t _add(self, intp_t i, const Corner* c, Entries x,
+                     intp_t step) except -1 nogil:
+        """Index of the corner's atom (its labelling ``c.labels``), stored (alpha = 0,
+        psi the entries ``x`` of the corner in the block's frame) if new.
 
         At ``cache_size`` atoms, the least recently used inactive atom (not
         the ground truth) is evicted first; if every atom is active the block
@@ -221,32 +222,26 @@ cdef class ActiveSets:
                     victim = t
             if victim > 0:
                 self._remove(i, victim)
-        if self.compact:
-            nnz = c.coord_nnz
-        elif c.psi_idx != NULL:
-            nnz = c.psi_nnz
-        else:                                 # dense psi: its nonzeros are stored
+        if x.idx != NULL:
+            nnz = x.nnz
+        else:                                 # dense values: their nonzeros are stored
             nnz = 0
-            for t in range(n_features):
-                nnz += c.psi_val[t] != 0.0
+            for t in range(x.nnz):
+                nnz += x.val[t] != 0.0
         k = blk.n
         _reserve(blk, k + 1, blk.lab_off[k] + c.n_labels, blk.psi_off[k] + nnz)
         memcpy(blk.labels + blk.lab_off[k], c.labels, c.n_labels * sizeof(int32_t))
         blk.lab_off[k + 1] = blk.lab_off[k] + c.n_labels
         p = blk.psi_off[k]
-        if self.compact:
-            memcpy(blk.psi_idx + p, c.coord_idx, nnz * sizeof(int32_t))
+        if x.idx != NULL:
+            memcpy(blk.psi_idx + p, x.idx, nnz * sizeof(int32_t))
             for t in range(nnz):
-                _set_psi(blk, p + t, c.coord_val[t])
-        elif c.psi_idx != NULL:
-            memcpy(blk.psi_idx + p, c.psi_idx, nnz * sizeof(int32_t))
-            for t in range(nnz):
-                _set_psi(blk, p + t, c.psi_val[t])
+                _set_psi(blk, p + t, x.val[t])
         else:
-            for t in range(n_features):
-                if c.psi_val[t] != 0.0:
+            for t in range(x.nnz):
+                if x.val[t] != 0.0:
                     blk.psi_idx[p] = <int32_t> t
-                    _set_psi(blk, p, c.psi_val[t])
+                    _set_psi(blk, p, x.val[t])
                     p += 1
         blk.psi_off[k + 1] = blk.psi_off[k] + nnz
         blk.alpha[k] = 0.0

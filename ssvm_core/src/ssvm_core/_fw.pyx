@@ -169,7 +169,7 @@ cdef int _fw_move(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float64
         b.ell[i] += gamma * (loss / n - b.ell[i])
         if atoms is not None:
             blk = &atoms.blocks[i]
-            ks = 0 if n_labels[i] < 0 else atoms._add(i, c, step, oracle.n_features)
+            ks = 0 if n_labels[i] < 0 else atoms._add(i, c, st.entries(c), step)
             for k in range(blk.n):
                 blk.alpha[k] = 0.0 if gamma == 1.0 else (1.0 - gamma) * blk.alpha[k]
             blk.alpha[ks] += gamma

@@ -25,7 +25,7 @@ from libc.stdint cimport uint64_t
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._atoms cimport BlockAtoms
+from ssvm_core._atoms cimport BlockAtoms, Entries
 from ssvm_core._blocks cimport Primal
 
 
@@ -85,6 +85,7 @@ cdef class BlockStore:
                                      float64_t* theta) except? NULL nogil
     cdef const float64_t* answer_frame(self, const Corner* c,
                                        const float64_t* w) noexcept nogil
+    cdef Entries entries(self, const Corner* c) noexcept nogil
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil
     cdef void prefetch(self, intp_t i) noexcept nogil

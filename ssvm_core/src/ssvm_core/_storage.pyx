@@ -330,6 +330,11 @@ cdef class BlockStore:
                                        const float64_t* w) noexcept nogil:
         return w
 
+    cdef Entries entries(self, const Corner* c) noexcept nogil:
+        """The corner's vector as an atom keeps it: psi (sparse, or dense values)."""
+        return Entries(c.psi_idx, c.psi_val,
+                       self.n_features if c.psi_idx == NULL else c.psi_nnz)
+
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil:
         return 0
@@ -773,6 +778,10 @@ cdef class CompactStore(BlockStore):
     cdef const float64_t* answer_frame(self, const Corner* c,
                                        const float64_t* w) noexcept nogil:
         return c.theta
+
+    cdef Entries entries(self, const Corner* c) noexcept nogil:
+        """The corner's vector as an atom keeps it: q_i(y) in block coordinates."""
+        return Entries(c.coord_idx, c.coord_val, c.coord_nnz)
 
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil:
