@@ -400,7 +400,8 @@ def test_get_params_set_params_round_trip():
                       "initial_gap_pass": True,
                       "warm_start": True,
                       "random_state": 7, "callback": cb, "n_jobs": 2, "verbose": 0,
-                      "batch_blocks": 1, "executor": None}
+                      "batch_blocks": 1, "parallel_steps": False, "executor": None,
+                      "pipeline_lag": None, "pipeline_cache_steps": 0}
     clone = FrankWolfeSSVM(**params)
     assert clone.get_params(deep=False) == params
     deep = est.get_params()                     # the model's own parameters nest
