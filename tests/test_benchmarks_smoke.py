@@ -208,9 +208,10 @@ def _compact_coordinates(name: str, X, Y) -> int:
 
 #: What ``blocks="auto"`` must pick on the fast problems (the models' docs: compact unless
 #: it takes more memory than dense, as on grids of more pixels than features and on
-#: pairs with more candidate edges than features; pose: dense only).
+#: pairs with more candidate edges than features; graph cuts: also dense when a boxed step
+#: expands to more entries than d; pose: dense only).
 AUTO_FAST = {"chain": "compact", "multiclass": "compact", "graph": "compact", "grid": "dense",
-             "multilabel": "compact", "binary": "compact", "graphcut": "compact",
+             "multilabel": "compact", "binary": "compact", "graphcut": "dense",
              "matching": "dense", "pose": "dense"}
 
 

@@ -383,9 +383,22 @@ def _graphcut_box(model, box=None):
     return lower, upper
 
 
-def test_graphcut_default_storage_is_compact_and_passes_check_oracle():
+def test_graphcut_auto_storage_weighs_the_boxed_step():
+    """Graph cuts train in a box, where a compact step expands its direction into features:
+    "auto" keeps compact blocks only while an image's stored unary entries (plus the
+    pairwise weights) are on average no more than d."""
+    X, Y = _graphcut()                          # 3-8 nodes of 20 mostly nonzero features
+    rows = np.mean([np.count_nonzero(x[0]) for x in X]) + 3
+    assert rows > 23
+    assert GraphCutModel().bind(X, Y).storage == "dense"
+    sparse = [(np.where(np.arange(20) == (np.arange(len(x[0]))[:, None] % 20), x[0], 0.0),
+               x[1], x[2]) for x in X]          # one stored feature a node
+    assert GraphCutModel().bind(sparse, Y).storage == "compact"
+
+
+def test_graphcut_compact_storage_passes_check_oracle():
     X, Y = _graphcut()
-    model = GraphCutModel()
+    model = GraphCutModel(blocks="compact")
     oracle = model.bind(X, Y)
     assert oracle.storage == "compact" and oracle.compact_blocks
     np.testing.assert_array_equal(oracle.coord_sizes(),
@@ -398,7 +411,7 @@ def test_graphcut_default_storage_is_compact_and_passes_check_oracle():
         weights.append(w)
     check_oracle(oracle, model=model, X=X, Y=Y, weights=weights)
     # float32 features take the same basis (the Gram and the rows read either width)
-    single = GraphCutModel(feature_dtype="float32").bind(X, Y)
+    single = GraphCutModel(feature_dtype="float32", blocks="compact").bind(X, Y)
     assert single.single and single.storage == "compact"
     check_oracle(single, weights=weights, Y=Y)
 
@@ -428,13 +441,14 @@ def test_graphcut_compact_save_load_resume_is_exact_and_options_are_checked(tmp_
     X, Y = _graphcut()
     kw = dict(step="pairwise", cache=True, averaging="plain",
               box=_graphcut_box(GraphCutModel(20, 3)))
-    whole = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=6, random_state=0, **kw)
-    first = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=3, random_state=0, **kw)
+    model = GraphCutModel(blocks="compact")
+    whole = solve(model.bind(X, Y), 0.1, max_passes=6, random_state=0, **kw)
+    first = solve(model.bind(X, Y), 0.1, max_passes=3, random_state=0, **kw)
     first.state.save(tmp_path / "state.npz")
     loaded = SolverState.load(tmp_path / "state.npz")
-    rest = solve(GraphCutModel().bind(X, Y), 0.1, max_passes=3, state=loaded, **kw)
+    rest = solve(GraphCutModel(blocks="compact").bind(X, Y), 0.1, max_passes=3, state=loaded, **kw)
     np.testing.assert_array_equal(rest.w, whole.w)
-    oracle = GraphCutModel().bind(X, Y)
+    oracle = GraphCutModel(blocks="compact").bind(X, Y)
     assert pickle.loads(pickle.dumps(oracle)).storage == "compact"
     with pytest.raises(ValueError, match="not offered"):
         GraphCutModel(backend="pymaxflow", blocks="compact")

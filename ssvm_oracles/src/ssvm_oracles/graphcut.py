@@ -150,12 +150,27 @@ def _pack(images: list[_Image], labels: list[np.ndarray], feature_dtype: str,
     n_unary = images[0].unary.shape[1]
     storage = block_storage(blocks, np.diff(node_ptr), np.diff(edge_ptr), node_coords=1,
                             pair_coords=n_pairwise, n_features=n_unary + n_pairwise)
+    if blocks == "auto" and storage == "compact":
+        storage = _boxed_storage(unary.indptr[node_ptr], n_pairwise, n_unary + n_pairwise)
     return GraphCutOracle(
         images[0].unary.shape[1], node_ptr.astype(np.intp), unary.indptr.astype(np.intp),
         unary.indices.astype(np.int32), unary.data.astype(dtype),
         edge_ptr.astype(np.intp), np.concatenate([im.head for im in images]),
         np.concatenate([im.tail for im in images]), np.ascontiguousarray(pairwise, dtype=dtype),
         np.concatenate(labels), np.concatenate([balanced_weights(y) for y in labels]), storage)
+
+
+def _boxed_storage(image_rows: np.ndarray, n_pairwise: int, n_features: int) -> str:
+    """"compact" unless a step on compact blocks does more work than on dense ones.
+
+    Graph cuts train in a box (``weight_bounds``), and inside a box every step
+    works in features: its line search and its move expand the direction into
+    A_i e, about an image's stored unary entries plus the pairwise weights, where
+    a dense block has d entries.  ``image_rows`` holds the unary matrix's row
+    pointers at the images' first nodes (and after the last).
+    """
+    expansion = np.diff(image_rows).mean() + n_pairwise
+    return "compact" if expansion <= n_features else "dense"
 
 
 def _import_maxflow():
@@ -285,8 +300,12 @@ class GraphCutModel(StructuredModel):
         Gram (8 n_nodes^2 bytes, kept when no larger than a dense block, for
         images of at most 256 nodes); "dense": d = n_unary + n_pairwise
         numbers, 8 d bytes.  "auto" chooses compact unless it needs more
-        memory than dense (and dense with ``backend="pymaxflow"``, a Python
-        oracle).  Both reach the same iterates up to rounding.
+        memory than dense or a step on it does more work: graph cuts train in a
+        box, where a step expands its direction into features, so compact blocks
+        pay only when an image's stored unary entries (plus the pairwise
+        weights) are fewer than d on average (and dense with
+        ``backend="pymaxflow"``, a Python oracle).  Both reach the same iterates
+        up to rounding.
 
     Attributes
     ----------
