@@ -1241,7 +1241,8 @@ def replay_fallback(MaxOracle oracle, state):
 
     - a box (``lower``/``upper``): the exact step is a search over the clipped
       features (``_linesearch.box_search``), not a function of inner products;
-    - sparse blocks (``SparseStore``): not covered (dense and compact blocks are);
+    - a storage the block store says the replay does not cover
+      (``BlockStore.replay_problem``: sparse blocks; dense and compact blocks are);
     - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
       reach the compiled rounds (``minibatch_pass`` replays them in Python).
     """
