@@ -1242,7 +1242,7 @@ def replay_fallback(MaxOracle oracle, state):
     - a box (``lower``/``upper``): the exact step is a search over the clipped
       features (``_linesearch.box_search``), not a function of inner products;
     - a storage the block store says the replay does not cover
-      (``BlockStore.replay_problem``: sparse blocks; dense and compact blocks are);
+      (``BlockStore.replay_problem``; dense, sparse and compact blocks are covered);
     - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
       reach the compiled rounds (``minibatch_pass`` replays them in Python).
     """

@@ -170,6 +170,37 @@ cdef inline void _dot2(const float64_t* x, const int32_t* idx, const float64_t* 
     out1[0] = b0 + b1
 
 
+# The replay's algebra on directions kept in features as COO (sparse and compact
+# stores; see Formed).
+
+cdef inline void _coo_gram_row(const Formed* e, intp_t j, const int32_t* p_idx,
+                               const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                               float64_t* pe, float64_t* x) noexcept nogil:
+    """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side in
+    ``x`` (2 d zeros, again on return), so each e_m is read once."""
+    cdef intp_t m
+    _scatter2(x, e[j].x_idx, e[j].x_val, e[j].x_nnz, 0)
+    _scatter2(x, p_idx, p_val, p_nnz, 1)
+    for m in range(j):
+        _dot2(x, e[m].x_idx, e[m].x_val, e[m].x_nnz, &ee[m], &pe[m])
+    _unscatter2(x, e[j].x_idx, e[j].x_nnz)
+    _unscatter2(x, p_idx, p_nnz)
+
+
+cdef inline void _coo_move_range(const Formed* f, float64_t step, float64_t avg_coef,
+                                 intp_t lo, intp_t hi, Primal* p) noexcept nogil:
+    """Features [lo, hi) of v and avg_u += step f (avg_u: times avg_coef)."""
+    cdef float64_t delta
+    cdef intp_t q, g
+    for q in range(f.x_nnz):
+        g = f.x_idx[q]
+        if lo <= g < hi:
+            delta = step * f.x_val[q]
+            p.v[g] += delta
+            if p.avg_u != NULL:
+                p.avg_u[g] += avg_coef * delta
+
+
 cdef class DirectionBuffer:
     """Owner of one ``Direction`` and its scratch (``BlockStore.direction_buffer``)."""
 
@@ -340,7 +371,7 @@ cdef class BlockStore:
     def replay_problem(self):
         """Why the exact parallel replay (``_batch.replay_rounds``) cannot step these
         blocks (None: it can)."""
-        return f"{self.storage} blocks are not covered (dense and compact blocks are)"
+        return f"{self.storage} blocks are not covered (dense, sparse and compact blocks are)"
 
     def replay_slots(self, MaxOracle oracle) -> tuple:
         """Entries per step of the replay's slots of a ``Formed`` direction: ``(dense,
@@ -647,12 +678,9 @@ cdef class SparseStore(DenseStore):
         np.add.at(out, self.support, self.values)
         return out
 
-    @property
-    def replay_problem(self):
-        return "sparse blocks are not covered (dense and compact blocks are)"
-
     def replay_slots(self, MaxOracle oracle) -> tuple:
-        raise ValueError(self.replay_problem)
+        return (1, 1, max(int(np.diff(self.ptr).max(initial=0)), 1),
+                max(self.n_features, 1))
 
     def add_block(self, intp_t i, values, out, basis=None) -> None:
         out[self.support[self.ptr[i]:self.ptr[i + 1]]] += values
@@ -665,6 +693,64 @@ cdef class SparseStore(DenseStore):
                                   or self.support.max() >= self.n_features):
             return [f"block_support has feature indices outside [0, {self.n_features})"]
         return []
+
+    # The replay: a formed direction is kept in features on the block's support
+    # (x_idx points at the support; the truth is a copy of w_i, so the moves of
+    # other feature ranges never read values being moved).
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil:
+        """e = w_i + coef P (P: the answer's psi, COO ``p_*``, within the block's
+        support; empty for the truth) on the support, with ||e||^2 and <e, w0>;
+        ``s``: d zeros (again on return; NULL: e = w_i)."""
+        cdef const float64_t* wi = self._values + self._ptr[i]
+        cdef const int32_t* sup = self._support + self._ptr[i]
+        cdef intp_t k, m = self._ptr[i + 1] - self._ptr[i]
+        cdef float64_t acc = 0.0, ek
+        f.block = i
+        f.x_idx = <int32_t*> sup
+        f.x_nnz = m
+        _scatter(s, p_idx, p_val, p_nnz)
+        for k in range(m):
+            ek = wi[k] if s == NULL else wi[k] + coef * s[sup[k]]
+            f.x_val[k] = ek
+            acc += ek * ek
+        _unscatter(s, p_idx, p_nnz)
+        sqnorm[0] = acc
+        dot_w0[0] = dot_gather(w0, f.x_idx, f.x_val, m)
+        return 0
+
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
+        return self.replay_form(oracle, i, NULL, 0.0, NULL, NULL, 0, NULL, w0, f, sqnorm,
+                                dot_w0)
+
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil:
+        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
+
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
+        return x
+
+    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
+        _unscatter(x, f.x_idx, f.x_nnz)
+
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
+        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
+
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
+        """Features [lo, hi) of v and avg_u += step f; with ``own`` (one call per block
+        and round) the block's values += step f."""
+        cdef float64_t* wi = self._values + self._ptr[f.block]
+        cdef intp_t k
+        _coo_move_range(f, step, avg_coef, lo, hi, p)
+        if own:
+            for k in range(f.x_nnz):
+                wi[k] += step * f.x_val[k]
 
 
 cdef class CompactStore(BlockStore):
@@ -1079,13 +1165,7 @@ cdef class CompactStore(BlockStore):
                               float64_t* pe, float64_t* x) noexcept nogil:
         """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side
         in ``x`` (2 d zeros, again on return), so each e_m is read once."""
-        cdef intp_t m
-        _scatter2(x, e[j].x_idx, e[j].x_val, e[j].x_nnz, 0)
-        _scatter2(x, p_idx, p_val, p_nnz, 1)
-        for m in range(j):
-            _dot2(x, e[m].x_idx, e[m].x_val, e[m].x_nnz, &ee[m], &pe[m])
-        _unscatter2(x, e[j].x_idx, e[j].x_nnz)
-        _unscatter2(x, p_idx, p_nnz)
+        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
 
     cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
         """f's features scattered into ``x`` (d zeros; ``replay_unload`` clears them)."""
@@ -1104,15 +1184,8 @@ cdef class CompactStore(BlockStore):
         """Features [lo, hi) of v and avg_u += step A_i f (avg_u: times avg_coef); with
         ``own`` (one call per block and round) the block's coordinates += step f."""
         cdef float64_t* wi = self._values + self._ptr[f.block]
-        cdef float64_t delta
-        cdef intp_t q, g
-        for q in range(f.x_nnz):
-            g = f.x_idx[q]
-            if lo <= g < hi:
-                delta = step * f.x_val[q]
-                p.v[g] += delta
-                if p.avg_u != NULL:
-                    p.avg_u[g] += avg_coef * delta
+        cdef intp_t q
+        _coo_move_range(f, step, avg_coef, lo, hi, p)
         if own:
             for q in range(f.nnz):
                 wi[f.idx[q]] += step * f.val[q]
