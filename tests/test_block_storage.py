@@ -54,6 +54,35 @@ def test_each_storage_is_its_own_type_with_consistent_views(blocks):
 
 
 @pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
+def test_set_block_and_add_block_work_on_every_storage(blocks):
+    # What a shard round does with a block: move its stored values, add a change of
+    # them to a dense vector.
+    oracle, state = _trained(blocks)
+    store = state.blocks
+    i = 3
+    old = np.array(store.values[store.ptr[i]:store.ptr[i + 1]])
+    j = int(np.argmax(old == 0.0)) if np.any(old == 0.0) else 0
+    new = 0.5 * old
+    new[j] = 0.7                          # a coordinate that may have been zero
+    before = state.block_vector(i)
+    out = np.ones(state.n_features)
+    store.add_block(i, new - old, out, oracle)
+    store.set_block(i, new)
+    np.testing.assert_array_equal(store.values[store.ptr[i]:store.ptr[i + 1]], new)
+    np.testing.assert_allclose(out - 1.0, state.block_vector(i) - before, atol=1e-12)
+    assert store.problems() == []         # a compact mask covers the new nonzero
+    with pytest.raises(ValueError, match="block 3 holds"):
+        store.set_block(i, new[:-1])
+
+
+def test_every_store_says_the_parallel_replay_covers_it():
+    for blocks in ("dense", "sparse", "compact"):
+        oracle, state = _trained(blocks)
+        assert state.blocks.replay_problem is None
+        assert all(n >= 1 for n in state.blocks.replay_slots(oracle))
+
+
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
 def test_stores_pickle_copy_and_round_trip_through_their_arrays(blocks):
     oracle, state = _trained(blocks, step="pairwise")
     store = state.blocks

@@ -70,10 +70,11 @@ def _check_w_is_the_sum_of_blocks(oracle, state):
     state.check()
 
 
-@pytest.mark.parametrize("kind", ["dense", "compact", "multiclass"])
+@pytest.mark.parametrize("kind", ["dense", "sparse", "compact", "multiclass"])
 def test_replay_equals_the_serial_minibatch_for_1_2_3_threads(kind):
     o = _multiclass() if kind == "multiclass" else _chain(kind)
-    assert SolverState.for_oracle(o, 0.01).compact_blocks == (kind != "dense")
+    assert SolverState.for_oracle(o, 0.01).block_storage == (
+        "compact" if kind == "multiclass" else kind)
     for tau, line_search in ((1, True), (5, True), (16, True), (40, True), (7, False)):
         ref = SolverState.for_oracle(o, 0.01, averaging=True)
         states = [ref.copy() for _ in range(3)]
@@ -93,7 +94,7 @@ def test_replay_equals_the_serial_minibatch_for_1_2_3_threads(kind):
             _check_w_is_the_sum_of_blocks(o, state)
 
 
-@pytest.mark.parametrize("blocks", ["dense", "compact"])
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
 def test_replay_never_decreases_the_dual(blocks):
     o = _chain(blocks)
     state = SolverState.for_oracle(o, 0.001, averaging=False)      # no average to move
@@ -131,7 +132,7 @@ def _serial_round_counting_stale(o, state, blocks):
     return stale
 
 
-@pytest.mark.parametrize("blocks", ["dense", "compact"])
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
 def test_stale_answers_below_the_truth_are_replaced_as_in_the_serial_replay(blocks):
     # Three copies of every example in one round of all blocks: earlier steps on a
     # copy push the later copies' answers below the ground truth.
@@ -188,14 +189,12 @@ def test_answers_below_the_truth_at_the_call_are_replaced_and_counted():
     _check_w_is_the_sum_of_blocks(o, state)
 
 
-def test_boxes_and_sparse_blocks_fall_back_to_the_serial_replay():
+def test_boxes_fall_back_to_the_serial_replay():
+    for blocks in ("dense", "sparse", "compact"):
+        o = _chain(blocks)
+        assert replay_fallback(o, SolverState.for_oracle(o, 0.01)) is None
     o = _chain("dense")
-    assert replay_fallback(o, SolverState.for_oracle(o, 0.01)) is None
-    assert replay_fallback(_chain("compact"), SolverState.for_oracle(_chain("compact"),
-                                                                    0.01)) is None
-    sparse = _chain("sparse")
-    cases = [(o, SolverState.for_oracle(o, 0.01, box=(-0.3, 0.4)), "box"),
-             (sparse, SolverState.for_oracle(sparse, 0.01), "sparse")]
+    cases = [(o, SolverState.for_oracle(o, 0.01, box=(-0.3, 0.4)), "box")]
     for oracle, ref, reason in cases:
         assert reason in replay_fallback(oracle, ref)
         state = ref.copy()
@@ -206,7 +205,7 @@ def test_boxes_and_sparse_blocks_fall_back_to_the_serial_replay():
         np.testing.assert_array_equal(state.block_values, ref.block_values)
 
 
-@pytest.mark.parametrize("blocks", ["dense", "compact"])
+@pytest.mark.parametrize("blocks", ["dense", "sparse", "compact"])
 def test_minibatch_pass_with_parallel_steps_follows_the_serial_pass(blocks):
     o = _chain(blocks)
     ref = SolverState.for_oracle(o, 0.01)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from ssvm_core import SolverState, _fw, solve
+from ssvm_core._oracle import DelegatingOracle
 from ssvm_core.objectives import dual_objective
 from ssvm_core.parallel import max_scores
 from ssvm_core.shards import LocalShards, ShardExecutor, ShardRounds
@@ -20,15 +21,32 @@ def _pose(n=24, seed=5):
     return model.bind(X, Y), model.weight_bounds()
 
 
-def _chain(n=30, seed=0):
-    """Chains (no ``take_blocks``: each shard uses the whole oracle), sparse blocks, no box."""
+def _chain_data(n=30, seed=0):
     rng = np.random.default_rng(seed)
     X = [rng.normal(size=(rng.integers(1, 6), 4)) for _ in range(n)]
     Y = [rng.integers(0, 3, len(x)).astype(np.int32) for x in X]
-    return ChainModel(n_states=3, n_features=4, blocks="sparse").bind(X, Y), None
+    return X, Y
 
 
-PROBLEMS = {"pose": _pose, "chain": _chain}
+def _chain(n=30, seed=0, blocks="sparse"):
+    """Chains (no ``take_blocks``: each shard uses the whole oracle), no box."""
+    return ChainModel(n_states=3, n_features=4, blocks=blocks).bind(*_chain_data(n, seed)), None
+
+
+class _TakingChain(DelegatingOracle):
+    """A chain oracle with ``take_blocks``: a shard's view binds only its examples."""
+
+    def __init__(self, blocks, X, Y):
+        super().__init__(ChainModel(n_states=3, n_features=4, blocks=blocks).bind(X, Y))
+        self.args = (blocks, X, Y)
+
+    def take_blocks(self, indices):
+        blocks, X, Y = self.args
+        return _TakingChain(blocks, [X[k] for k in indices], [Y[k] for k in indices])
+
+
+PROBLEMS = {"pose": _pose, "chain": _chain,
+            "chain-compact": lambda n=30, seed=0: _chain(n, seed, "compact")}
 
 
 def _sum_of_blocks(state):
@@ -51,7 +69,8 @@ def _rounds(oracle, box, lam, K, **kw):
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_rounds_never_decrease_the_dual_and_w_is_the_sum_of_blocks(name):
     oracle, box = PROBLEMS[name]()
-    rounds, state = _rounds(oracle, box, 0.05 if name == "chain" else 10.0, 4, round_steps=3)
+    lam = 0.05 if name.startswith("chain") else 10.0
+    rounds, state = _rounds(oracle, box, lam, 4, round_steps=3)
     rng = np.random.default_rng(1)
     dual = dual_objective(state)
     ts = []
@@ -70,7 +89,7 @@ def test_rounds_never_decrease_the_dual_and_w_is_the_sum_of_blocks(name):
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_one_shard_with_t_fixed_is_serial_bcfw(name):
     oracle, box = PROBLEMS[name]()
-    lam = 0.05 if name == "chain" else 10.0
+    lam = 0.05 if name.startswith("chain") else 10.0
     rounds, state = _rounds(oracle, box, lam, 1, sigma=1.0, round_steps=7)
     serial = SolverState.for_oracle(oracle, lam, False, box)
     rng, twin = np.random.default_rng(3), np.random.default_rng(3)
@@ -89,7 +108,7 @@ def test_one_shard_with_t_fixed_is_serial_bcfw(name):
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_solve_certificate_is_primal_minus_dual(name):
     oracle, box = PROBLEMS[name]()
-    lam = 0.05 if name == "chain" else 10.0
+    lam = 0.05 if name.startswith("chain") else 10.0
     ex = ShardExecutor(5, round_steps=2)
     result = solve(oracle, lam, executor=ex, box=box, max_passes=4, gap_check_every=2,
                    averaging="plain", tol=0, random_state=0)
@@ -112,6 +131,41 @@ def test_solve_certificate_is_primal_minus_dual(name):
     primal_avg = 0.5 * lam * wa @ wa + max_scores(oracle, wa).sum() / oracle.n_blocks
     assert avg.gap == pytest.approx(primal_avg - dual_objective(avg.state, averaged=True),
                                     rel=1e-10, abs=1e-13)
+
+
+@pytest.mark.parametrize("take", [False, True])
+def test_compact_shard_rounds_equal_dense_ones(take):
+    # The shards' local states keep the oracle's storage: the same rounds on dense
+    # and on compact blocks (with and without per-shard views) give the same iterates.
+    X, Y = _chain_data(n=24, seed=4)
+    runs = {}
+    for blocks in ("dense", "compact"):
+        oracle = (_TakingChain(blocks, X, Y) if take
+                  else ChainModel(n_states=3, n_features=4, blocks=blocks).bind(X, Y))
+        rounds, state = _rounds(oracle, None, 0.02, 3, round_steps=4)
+        assert state.blocks.storage == blocks
+        assert all(s.state.blocks.storage == blocks for s in rounds.backend.shards)
+        if take:
+            assert all(s.oracle.n_blocks == len(p)
+                       for s, p in zip(rounds.backend.shards, rounds.parts))
+        rng = np.random.default_rng(2)
+        duals = [dual_objective(state)]
+        for _ in range(20):
+            rounds.round(rng)
+            duals.append(dual_objective(state))
+        rounds.checkpoint()
+        assert np.all(np.diff(duals) >= -1e-14 * np.abs(duals[1:]))
+        assert duals[-1] > 0.0
+        _assert_v_is_sum(state)
+        state.check()
+        runs[blocks] = state, [log["t"] for log in rounds.log]
+    (dense, t_dense), (compact, t_compact) = runs["dense"], runs["compact"]
+    np.testing.assert_allclose(t_compact, t_dense, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compact.v, dense.v, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(compact.block_ell, dense.block_ell, rtol=0, atol=1e-10)
+    for i in range(dense.n_blocks):
+        np.testing.assert_allclose(compact.block_vector(i), dense.block_vector(i), rtol=0,
+                                   atol=1e-10)
 
 
 def test_a_lost_shard_is_restored_from_its_checkpoint():

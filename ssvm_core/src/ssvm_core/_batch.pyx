@@ -27,8 +27,8 @@ from ssvm_core._blocks cimport (Ledger, Primal, below_ground_truth, step_size,
 from ssvm_core._fw cimport bcfw_steps
 from ssvm_core._linesearch cimport LINE_WORK
 from ssvm_core._sampling cimport Sampler
-from ssvm_core._storage cimport BlockStore, Direction
-from ssvm_core._vector cimport dot as vdot, dot_gather
+from ssvm_core._storage cimport BlockStore, Direction, Formed
+from ssvm_core._vector cimport dot_gather
 from ssvm_core._view cimport StateView
 
 from ssvm_core.step_counts import StepCounts
@@ -654,18 +654,17 @@ cdef int _by_block(const void* a, const void* b) noexcept nogil:
 cdef class _Replay:
     """Directions, Gram rows, step sizes and moves of one round, for ``n_threads`` threads.
 
-    Dense blocks keep E_j as a dense d-vector and read G_j from the block; compact
-    blocks keep both in block coordinates (for the block's move) and expanded
-    to features (COO, for the Gram rows and the move of v).  P_j is the answer's
-    psi (COO).  Each thread makes its calls with its own corner (with the block
-    coordinates for compact blocks), so no answer is packed or re-evaluated.
-    The G columns are formed by ``steps`` for the steps that
-    take the ground truth (few: stale or inexact answers).
+    E_j, and G_j for the steps that take the ground truth, are ``Formed`` directions
+    of the block store, which keeps them, takes their inner products and applies
+    their moves (``BlockStore.replay_*``).  P_j is the answer's psi (COO).  Each
+    thread makes its calls with its own corner (``BlockStore.corner_buffer``: with
+    what a step on these blocks reads), so no answer is packed or re-evaluated.
+    The G directions are formed by ``steps`` for the steps that take the ground
+    truth (few: stale or inexact answers).
     """
     cdef MaxOracle oracle
     cdef BlockStore st
-    cdef bint compact
-    cdef intp_t tau, d, mc, mx, n_threads, nb
+    cdef intp_t tau, d, n_threads, nb
     cdef float64_t scale
     cdef Primal* p
     cdef const float64_t* w0
@@ -690,19 +689,8 @@ cdef class _Replay:
     cdef float64_t* ps_val
     cdef intp_t mp
     cdef intp_t* replaced            # per thread: answers below the truth at w_0
-    cdef float64_t* e_dense          # dense: E_j at e_dense[j * d]
-    cdef int32_t* ce_idx             # compact: E_j and G_j in block coordinates
-    cdef float64_t* ce_val
-    cdef int32_t* cg_idx
-    cdef float64_t* cg_val
-    cdef intp_t* ce_nnz
-    cdef intp_t* cg_nnz
-    cdef int32_t* xe_idx             # ... and expanded to features
-    cdef float64_t* xe_val
-    cdef int32_t* xg_idx
-    cdef float64_t* xg_val
-    cdef intp_t* xe_nnz
-    cdef intp_t* xg_nnz
+    cdef Formed* fe                  # E_j and G_j (slots from ``replay_slots``)
+    cdef Formed* fg
     # per thread
     cdef float64_t* x                # 2 d zeros between uses
     cdef float64_t* frames           # frame scratch (zeros between uses)
@@ -713,23 +701,20 @@ cdef class _Replay:
 
     def __cinit__(self, MaxOracle oracle, BlockStore st, intp_t tau, intp_t n_threads,
                   float64_t lam):
-        cdef intp_t k
+        cdef intp_t k, j, dl, mc, mx
         self.oracle, self.st, self.tau, self.n_threads = oracle, st, tau, n_threads
-        self.compact = st.storage == "compact"
         self.d = oracle.n_features
         self.scale = 1.0 / (lam * oracle.n_blocks)
-        self.mc = max(oracle.max_coords, 1) if self.compact else 1
-        self.mx = max(oracle.max_expand, 1) if self.compact else 1
-        self.frame_len = self.mc if self.compact else max(self.d, 1)
+        dl, mc, mx, self.frame_len = st.replay_slots(oracle)
         f64 = [np.zeros(tau) for _ in range(6)]
         gram = [np.zeros(tau * tau) for _ in range(4)]
-        counts = [np.zeros(tau, dtype=np.intp) for _ in range(5)]
+        p_nnz = np.zeros(tau, dtype=np.intp)
         use_g = np.zeros(tau, dtype=np.uint8)
-        dense_e = np.zeros(1 if self.compact else tau * max(self.d, 1))
-        cidx = [np.zeros(tau * self.mc, dtype=np.int32) for _ in range(2)]
-        cval = [np.zeros(tau * self.mc) for _ in range(2)]
-        xidx = [np.zeros(tau * self.mx, dtype=np.int32) for _ in range(2)]
-        xval = [np.zeros(tau * self.mx) for _ in range(2)]
+        dense_e = np.zeros(tau * dl)
+        cidx = [np.zeros(tau * mc, dtype=np.int32) for _ in range(2)]
+        cval = [np.zeros(tau * mc) for _ in range(2)]
+        xidx = [np.zeros(tau * mx, dtype=np.int32) for _ in range(2)]
+        xval = [np.zeros(tau * mx) for _ in range(2)]
         scratch = _take_scratch(n_threads * 2 * max(self.d, 1))
         self.scratch = scratch
         frames = np.zeros(n_threads * self.frame_len)
@@ -737,30 +722,31 @@ cdef class _Replay:
         ps_idx = np.zeros(tau * self.mp, dtype=np.int32)
         ps_val = np.zeros(tau * self.mp)
         replaced = np.zeros(n_threads, dtype=np.intp)
-        self._arrays = (f64, gram, counts, use_g, dense_e, cidx, cval, xidx, xval, scratch,
+        self._arrays = (f64, gram, p_nnz, use_g, dense_e, cidx, cval, xidx, xval, scratch,
                         frames, ps_idx, ps_val, replaced)
         self.ps_idx, self.ps_val, self.replaced = _i32(ps_idx), _f64(ps_val), _ip(replaced)
         self.loss, self.gamma, self.avgc = _f64(f64[0]), _f64(f64[1]), _f64(f64[2])
         self.ew, self.pw, self.gg = _f64(f64[3]), _f64(f64[4]), _f64(f64[5])
         self.EE, self.PE, self.EG, self.PG = (_f64(gram[0]), _f64(gram[1]), _f64(gram[2]),
                                               _f64(gram[3]))
-        self.use_g = _u8(use_g)
-        self.ce_nnz, self.cg_nnz = _ip(counts[0]), _ip(counts[1])
-        self.xe_nnz, self.xg_nnz, self.p_nnz = _ip(counts[2]), _ip(counts[3]), _ip(counts[4])
-        self.e_dense = _f64(dense_e)
-        self.ce_idx, self.cg_idx = _i32(cidx[0]), _i32(cidx[1])
-        self.ce_val, self.cg_val = _f64(cval[0]), _f64(cval[1])
-        self.xe_idx, self.xg_idx = _i32(xidx[0]), _i32(xidx[1])
-        self.xe_val, self.xg_val = _f64(xval[0]), _f64(xval[1])
+        self.use_g, self.p_nnz = _u8(use_g), _ip(p_nnz)
         self.x, self.frames = _f64(scratch), _f64(frames)
-        # the answers' psi in features and, with compact blocks, their coordinates
-        self.corner_buffers = [CornerBuffer(oracle, self.compact, True)
-                               for _ in range(n_threads)]
+        # the answers' psi in features and what steps on these blocks read
+        self.corner_buffers = [st.corner_buffer(oracle, True) for _ in range(n_threads)]
         self.corners = <Corner*> malloc(n_threads * sizeof(Corner))
         self.p_idx = <const int32_t**> malloc(tau * sizeof(int32_t*))
         self.p_val = <const float64_t**> malloc(tau * sizeof(float64_t*))
-        if self.corners == NULL or self.p_idx == NULL or self.p_val == NULL:
+        self.fe = <Formed*> malloc(tau * sizeof(Formed))
+        self.fg = <Formed*> malloc(tau * sizeof(Formed))
+        if (self.corners == NULL or self.p_idx == NULL or self.p_val == NULL
+                or self.fe == NULL or self.fg == NULL):
             raise MemoryError()
+        for j in range(tau):
+            self.fe[j] = Formed(-1, _f64(dense_e) + j * dl, _i32(cidx[0]) + j * mc,
+                                _f64(cval[0]) + j * mc, 0, _i32(xidx[0]) + j * mx,
+                                _f64(xval[0]) + j * mx, 0)
+            self.fg[j] = Formed(-1, NULL, _i32(cidx[1]) + j * mc, _f64(cval[1]) + j * mc, 0,
+                                _i32(xidx[1]) + j * mx, _f64(xval[1]) + j * mx, 0)
         for k in range(n_threads):
             self.corners[k] = (<CornerBuffer> self.corner_buffers[k]).corner
             self.corners[k].theta = NULL          # A_i^T w is not read
@@ -769,6 +755,8 @@ cdef class _Replay:
         free(self.corners)
         free(self.p_idx)
         free(self.p_val)
+        free(self.fe)
+        free(self.fg)
 
     cdef int directions(self, intp_t k, intp_t start, intp_t count) except -1 nogil:
         """The calls of steps start .. start + count - 1 at w_0 and their E_j and P_j,
@@ -776,14 +764,10 @@ cdef class _Replay:
         at w_0 (an inexact oracle) stands for the truth: P_j = 0, so E_j = G_j."""
         cdef intp_t b, j, i, g, nnz, d = self.d
         cdef float64_t* s = self.frames + k * self.frame_len
-        cdef float64_t* e
-        cdef const float64_t* wi
-        cdef float64_t acc
         cdef int32_t* pi
         cdef float64_t* pv
         cdef Corner* c = &self.corners[k]
         cdef bint ground
-        cdef Direction dir
         self.replaced[k] = 0
         for b in range(count):
             j = start + b
@@ -809,101 +793,38 @@ cdef class _Replay:
                 memcpy(pv, c.psi_val, nnz * sizeof(float64_t))
             self.p_idx[j], self.p_val[j], self.p_nnz[j] = pi, pv, nnz
             self.pw[j] = dot_gather(self.w0, pi, pv, nnz)
-            wi = self.st._values + self.st._ptr[i]
-            if not self.compact:
-                e = self.e_dense + j * d
-                _scatter(s, pi, pv, nnz)
-                acc = 0.0
-                for g in range(d):                   # e = 1 w_i + (-scale) s, as ``stats``
-                    e[g] = wi[g] + (-self.scale) * s[g]
-                    acc += e[g] * e[g]
-                _unscatter(s, pi, nnz)
-                self.EE[j * self.tau + j] = acc
-                self.ew[j] = vdot(e, self.w0, d)
-                continue
-            dir.idx, dir.val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
-            if ground:
-                self.st.form(i, 1.0, NULL, 0.0, &dir)
-            else:
-                self.st.frame(c, i, s)
-                self.st.form(i, 1.0, s, -self.scale, &dir)
-                self.st.clear_frame(c, s)
-            self.ce_nnz[j] = dir.nnz
-            self.xe_nnz[j] = self.oracle.coord_expand(
-                i, dir.idx, dir.val, dir.nnz, self.xe_idx + j * self.mx,
-                self.xe_val + j * self.mx)
-            self.EE[j * self.tau + j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
-            self.ew[j] = dot_gather(self.w0, self.xe_idx + j * self.mx,
-                                    self.xe_val + j * self.mx, self.xe_nnz[j])
+            # e = 1 w_i + (-scale) psi, as ``stats``
+            self.st.replay_form(self.oracle, i, NULL if ground else c, -self.scale, pi, pv,
+                                nnz, s, self.w0, &self.fe[j], &self.EE[j * self.tau + j],
+                                &self.ew[j])
         return 0
 
     cdef int gram(self, intp_t k, intp_t parts) except -1 nogil:
         """Rows j = k, k + parts, ... of <E_j, E_m> and <P_j, E_m> (m < j)."""
-        cdef intp_t j, m, r, t = self.tau, d = self.d
-        cdef float64_t* x = self.x + 2 * k * d
-        cdef const float64_t* ej
+        cdef intp_t j, r, t = self.tau
+        cdef float64_t* x = self.x + 2 * k * self.d
         for r in range((self.nb - k + parts - 1) // parts):
             j = k + r * parts
-            if not self.compact:
-                ej = self.e_dense + j * d
-                for m in range(j):
-                    self.EE[j * t + m] = vdot(ej, self.e_dense + m * d, d)
-                    self.PE[j * t + m] = dot_gather(self.e_dense + m * d, self.p_idx[j],
-                                                    self.p_val[j], self.p_nnz[j])
-                continue
-            # E_j and P_j side by side (x[2g], x[2g + 1]): one read of each E_m
-            _scatter2(x, self.xe_idx + j * self.mx, self.xe_val + j * self.mx,
-                      self.xe_nnz[j], 0)
-            _scatter2(x, self.p_idx[j], self.p_val[j], self.p_nnz[j], 1)
-            for m in range(j):
-                _dot2(x, self.xe_idx + m * self.mx, self.xe_val + m * self.mx,
-                      self.xe_nnz[m], &self.EE[j * t + m], &self.PE[j * t + m])
-            _unscatter2(x, self.xe_idx + j * self.mx, self.xe_nnz[j])
-            _unscatter2(x, self.p_idx[j], self.p_nnz[j])
+            self.st.replay_gram_row(self.fe, j, self.p_idx[j], self.p_val[j], self.p_nnz[j],
+                                    &self.EE[j * t], &self.PE[j * t], x)
         return 0
 
     cdef float64_t _truth(self, intp_t j) except? -1e308 nogil:
         """G_j for step j, which takes the ground truth: ||G_j||^2 into ``gg``, the
         column <E_m, G_j>, <P_m, G_j> (m > j), and <G_j, w_{j-1}> (returned)."""
-        cdef intp_t i = self.blocks[j], m, t = self.tau, d = self.d
-        cdef float64_t* x = self.x
-        cdef const float64_t* wi = self.st._values + self.st._ptr[i]
+        cdef intp_t m, t = self.tau
+        cdef const float64_t* g
         cdef float64_t dot
-        cdef Direction dir
-        if not self.compact:
-            self.gg[j] = vdot(wi, wi, d)
-            dot = vdot(wi, self.w0, d)
-            for m in range(j):
-                dot -= self.gamma[m] * vdot(wi, self.st._values
-                                            + self.st._ptr[self.blocks[m]]
-                                            if self.use_g[m] else self.e_dense + m * d, d)
-            for m in range(j + 1, self.nb):
-                self.EG[m * t + j] = vdot(self.e_dense + m * d, wi, d)
-                self.PG[m * t + j] = dot_gather(wi, self.p_idx[m], self.p_val[m],
-                                                self.p_nnz[m])
-            return dot
-        dir.idx, dir.val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
-        self.st.form(i, 1.0, NULL, 0.0, &dir)
-        self.cg_nnz[j] = dir.nnz
-        self.xg_nnz[j] = self.oracle.coord_expand(i, dir.idx, dir.val, dir.nnz,
-                                                  self.xg_idx + j * self.mx,
-                                                  self.xg_val + j * self.mx)
-        self.gg[j] = self.oracle.coord_sqnorm(i, dir.idx, dir.val, dir.nnz)
-        dot = dot_gather(self.w0, self.xg_idx + j * self.mx, self.xg_val + j * self.mx,
-                         self.xg_nnz[j])
-        _scatter(x, self.xg_idx + j * self.mx, self.xg_val + j * self.mx, self.xg_nnz[j])
+        self.st.replay_truth(self.oracle, self.blocks[j], self.w0, &self.fg[j], &self.gg[j],
+                             &dot)
+        g = self.st.replay_load(&self.fg[j], self.x)
         for m in range(j):
-            if self.use_g[m]:
-                dot -= self.gamma[m] * dot_gather(x, self.xg_idx + m * self.mx,
-                                                  self.xg_val + m * self.mx, self.xg_nnz[m])
-            else:
-                dot -= self.gamma[m] * dot_gather(x, self.xe_idx + m * self.mx,
-                                                  self.xe_val + m * self.mx, self.xe_nnz[m])
+            dot -= self.gamma[m] * self.st.replay_dot(
+                g, &self.fg[m] if self.use_g[m] else &self.fe[m])
         for m in range(j + 1, self.nb):
-            self.EG[m * t + j] = dot_gather(x, self.xe_idx + m * self.mx,
-                                            self.xe_val + m * self.mx, self.xe_nnz[m])
-            self.PG[m * t + j] = dot_gather(x, self.p_idx[m], self.p_val[m], self.p_nnz[m])
-        _unscatter(x, self.xg_idx + j * self.mx, self.xg_nnz[j])
+            self.EG[m * t + j] = self.st.replay_dot(g, &self.fe[m])
+            self.PG[m * t + j] = dot_gather(g, self.p_idx[m], self.p_val[m], self.p_nnz[m])
+        self.st.replay_unload(&self.fg[j], self.x)
         return dot
 
     cdef int steps(self, Ledger* b, float64_t lam, bint line_search, float64_t* ell,
@@ -948,51 +869,12 @@ cdef class _Replay:
 
     cdef int moves(self, intp_t k, intp_t parts) except -1 nogil:
         """Features [k d / parts, (k + 1) d / parts) of v (and the average) receive every
-        move in draw order; blocks j = k, k + parts, ... move their own values."""
-        cdef intp_t lo = k * self.d // parts, hi = (k + 1) * self.d // parts, j, q, g, i
-        cdef float64_t gam, delta, ac
-        cdef float64_t* wi
-        cdef float64_t* u
-        cdef float64_t* avg = self.p.avg_u
-        cdef float64_t* v = self.p.v
-        cdef const int32_t* idx
-        cdef const float64_t* val
-        cdef intp_t nnz
+        move in draw order; the store moves the blocks' own values (``replay_move``:
+        by the same feature range, or block j by part j % parts)."""
+        cdef intp_t lo = k * self.d // parts, hi = (k + 1) * self.d // parts, j
         for j in range(self.nb):
-            i = self.blocks[j]
-            gam, ac = -self.gamma[j], self.avgc[j]
-            wi = self.st._values + self.st._ptr[i]
-            if not self.compact:
-                u = wi if self.use_g[j] else self.e_dense + j * self.d
-                for g in range(lo, hi):
-                    delta = gam * u[g]
-                    wi[g] += delta
-                    v[g] += delta
-                    if avg != NULL:
-                        avg[g] += ac * delta
-                continue
-            if self.use_g[j]:
-                idx, val = self.xg_idx + j * self.mx, self.xg_val + j * self.mx
-                nnz = self.xg_nnz[j]
-            else:
-                idx, val = self.xe_idx + j * self.mx, self.xe_val + j * self.mx
-                nnz = self.xe_nnz[j]
-            for q in range(nnz):
-                g = idx[q]
-                if lo <= g < hi:
-                    delta = gam * val[q]
-                    v[g] += delta
-                    if avg != NULL:
-                        avg[g] += ac * delta
-            if j % parts == k:
-                if self.use_g[j]:
-                    idx, val = self.cg_idx + j * self.mc, self.cg_val + j * self.mc
-                    nnz = self.cg_nnz[j]
-                else:
-                    idx, val = self.ce_idx + j * self.mc, self.ce_val + j * self.mc
-                    nnz = self.ce_nnz[j]
-                for q in range(nnz):
-                    wi[idx[q]] += gam * val[q]
+            self.st.replay_move(&self.fg[j] if self.use_g[j] else &self.fe[j],
+                                -self.gamma[j], self.avgc[j], lo, hi, j % parts == k, self.p)
         return 0
 
 
@@ -1014,54 +896,6 @@ def _give_scratch(arr):
     """Keep ``arr`` (all zeros again) for a later call."""
     _FREE_SCRATCH.insert(0, arr)
     del _FREE_SCRATCH[2:]
-
-
-cdef inline void _scatter(float64_t* x, const int32_t* idx, const float64_t* val,
-                          intp_t nnz) noexcept nogil:
-    cdef intp_t q
-    for q in range(nnz):
-        x[idx[q]] += val[q]
-
-
-cdef inline void _unscatter(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
-    cdef intp_t q
-    for q in range(nnz):
-        x[idx[q]] = 0.0
-
-
-cdef inline void _scatter2(float64_t* x, const int32_t* idx, const float64_t* val,
-                           intp_t nnz, intp_t slot) noexcept nogil:
-    cdef intp_t q
-    for q in range(nnz):
-        x[2 * idx[q] + slot] += val[q]
-
-
-cdef inline void _unscatter2(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
-    cdef intp_t q
-    for q in range(nnz):
-        x[2 * idx[q]] = 0.0
-        x[2 * idx[q] + 1] = 0.0
-
-
-cdef inline void _dot2(const float64_t* x, const int32_t* idx, const float64_t* val,
-                       intp_t nnz, float64_t* out0, float64_t* out1) noexcept nogil:
-    """out0 = sum_q x[2 idx[q]] val[q] and out1 = sum_q x[2 idx[q] + 1] val[q]."""
-    cdef float64_t a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0
-    cdef intp_t q, n2 = nnz - nnz % 2
-    cdef const float64_t* xq
-    for q in range(0, n2, 2):
-        xq = x + 2 * idx[q]
-        a0 += xq[0] * val[q]
-        b0 += xq[1] * val[q]
-        xq = x + 2 * idx[q + 1]
-        a1 += xq[0] * val[q + 1]
-        b1 += xq[1] * val[q + 1]
-    for q in range(n2, nnz):
-        xq = x + 2 * idx[q]
-        a0 += xq[0] * val[q]
-        b0 += xq[1] * val[q]
-    out0[0] = a0 + a1
-    out1[0] = b0 + b1
 
 
 cdef float64_t* _f64(a):
@@ -1407,7 +1241,8 @@ def replay_fallback(MaxOracle oracle, state):
 
     - a box (``lower``/``upper``): the exact step is a search over the clipped
       features (``_linesearch.box_search``), not a function of inner products;
-    - sparse blocks (``SparseStore``): not covered (dense and compact blocks are);
+    - a storage the block store says the replay does not cover
+      (``BlockStore.replay_problem``; dense, sparse and compact blocks are covered);
     - active sets (and so every step but "fw", caching and ``n_samples > 1``) never
       reach the compiled rounds (``minibatch_pass`` replays them in Python).
     """
@@ -1415,9 +1250,7 @@ def replay_fallback(MaxOracle oracle, state):
         return "the state keeps active sets"
     if state.has_box:
         return "a box: the exact step along a direction is a search over clipped features"
-    if state.blocks.storage == "sparse":
-        return "sparse blocks are not covered (dense and compact blocks are)"
-    return None
+    return state.blocks.replay_problem
 
 
 def replay_rounds(MaxOracle oracle, state, const intp_t[::1] order,

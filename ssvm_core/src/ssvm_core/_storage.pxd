@@ -47,6 +47,23 @@ cdef struct Direction:
     int32_t* pos                # n_features entries, -1 between uses (with a box)
 
 
+cdef struct Formed:
+    # A direction of block ``block`` formed for the exact parallel replay
+    # (``_batch._Replay``) and kept for its round, in slots of the sizes
+    # ``BlockStore.replay_slots`` gives.  Dense stores: its features in ``dense``
+    # (the block's own values w_i point at the block).  Compact stores: its block
+    # coordinates (idx, val, nnz, increasing) and their expansion to features
+    # (x_idx, x_val, x_nnz; repeats add up).
+    intp_t block
+    float64_t* dense
+    int32_t* idx
+    float64_t* val
+    intp_t nnz
+    int32_t* x_idx
+    float64_t* x_val
+    intp_t x_nnz
+
+
 cdef class DirectionBuffer:
     cdef Direction d
     cdef object _arrays             # the arrays behind the pointers of d
@@ -90,6 +107,21 @@ cdef class BlockStore:
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil
     cdef void prefetch(self, intp_t i) noexcept nogil
     cdef void prefetch_mask(self, intp_t i) noexcept nogil
+    # the exact parallel replay's algebra on formed directions (see Formed)
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil
+    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil
 
 
 cdef class DenseStore(BlockStore):

@@ -122,6 +122,85 @@ cdef inline const int32_t* _features(const int32_t* support, intp_t start) noexc
     return support + start
 
 
+cdef inline void _scatter(float64_t* x, const int32_t* idx, const float64_t* val,
+                          intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] += val[q]
+
+
+cdef inline void _unscatter(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[idx[q]] = 0.0
+
+
+cdef inline void _scatter2(float64_t* x, const int32_t* idx, const float64_t* val,
+                           intp_t nnz, intp_t slot) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q] + slot] += val[q]
+
+
+cdef inline void _unscatter2(float64_t* x, const int32_t* idx, intp_t nnz) noexcept nogil:
+    cdef intp_t q
+    for q in range(nnz):
+        x[2 * idx[q]] = 0.0
+        x[2 * idx[q] + 1] = 0.0
+
+
+cdef inline void _dot2(const float64_t* x, const int32_t* idx, const float64_t* val,
+                       intp_t nnz, float64_t* out0, float64_t* out1) noexcept nogil:
+    """out0 = sum_q x[2 idx[q]] val[q] and out1 = sum_q x[2 idx[q] + 1] val[q]."""
+    cdef float64_t a0 = 0.0, a1 = 0.0, b0 = 0.0, b1 = 0.0
+    cdef intp_t q, n2 = nnz - nnz % 2
+    cdef const float64_t* xq
+    for q in range(0, n2, 2):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+        xq = x + 2 * idx[q + 1]
+        a1 += xq[0] * val[q + 1]
+        b1 += xq[1] * val[q + 1]
+    for q in range(n2, nnz):
+        xq = x + 2 * idx[q]
+        a0 += xq[0] * val[q]
+        b0 += xq[1] * val[q]
+    out0[0] = a0 + a1
+    out1[0] = b0 + b1
+
+
+# The replay's algebra on directions kept in features as COO (sparse and compact
+# stores; see Formed).
+
+cdef inline void _coo_gram_row(const Formed* e, intp_t j, const int32_t* p_idx,
+                               const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                               float64_t* pe, float64_t* x) noexcept nogil:
+    """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side in
+    ``x`` (2 d zeros, again on return), so each e_m is read once."""
+    cdef intp_t m
+    _scatter2(x, e[j].x_idx, e[j].x_val, e[j].x_nnz, 0)
+    _scatter2(x, p_idx, p_val, p_nnz, 1)
+    for m in range(j):
+        _dot2(x, e[m].x_idx, e[m].x_val, e[m].x_nnz, &ee[m], &pe[m])
+    _unscatter2(x, e[j].x_idx, e[j].x_nnz)
+    _unscatter2(x, p_idx, p_nnz)
+
+
+cdef inline void _coo_move_range(const Formed* f, float64_t step, float64_t avg_coef,
+                                 intp_t lo, intp_t hi, Primal* p) noexcept nogil:
+    """Features [lo, hi) of v and avg_u += step f (avg_u: times avg_coef)."""
+    cdef float64_t delta
+    cdef intp_t q, g
+    for q in range(f.x_nnz):
+        g = f.x_idx[q]
+        if lo <= g < hi:
+            delta = step * f.x_val[q]
+            p.v[g] += delta
+            if p.avg_u != NULL:
+                p.avg_u[g] += avg_coef * delta
+
+
 cdef class DirectionBuffer:
     """Owner of one ``Direction`` and its scratch (``BlockStore.direction_buffer``)."""
 
@@ -288,6 +367,32 @@ cdef class BlockStore:
     def _layout_problems(self) -> list:
         return []
 
+    @property
+    def replay_problem(self):
+        """Why the exact parallel replay (``_batch.replay_rounds``) cannot step these
+        blocks (None: it can)."""
+        return f"{self.storage} blocks are not covered (dense, sparse and compact blocks are)"
+
+    def replay_slots(self, MaxOracle oracle) -> tuple:
+        """Entries per step of the replay's slots of a ``Formed`` direction: ``(dense,
+        coords, expand, frame)``, features kept densely, block coordinates, their
+        expansion to features, and the corner frame's scratch (every entry >= 1)."""
+        raise ValueError(self.replay_problem)
+
+    def set_block(self, intp_t i, values) -> None:
+        """Block i's stored values (the layout of ``values[ptr[i]:ptr[i+1]]``)."""
+        start, stop = self.ptr[i], self.ptr[i + 1]
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (stop - start,):
+            raise ValueError(f"block {i} holds {stop - start} values, got shape "
+                             f"{values.shape}")
+        np.copyto(self.values[start:stop], values)
+
+    def add_block(self, intp_t i, values, out, basis=None) -> None:
+        """out += the feature vector of block i with the stored ``values`` (its layout,
+        not necessarily the block's current values); compact blocks need ``basis``."""
+        raise NotImplementedError
+
     # C algebra (see _storage.pxd); the base class is never stepped on.
     cdef void form(self, intp_t i, float64_t a, const float64_t* s, float64_t c,
                    Direction* e) noexcept nogil:
@@ -345,6 +450,34 @@ cdef class BlockStore:
     cdef void prefetch_mask(self, intp_t i) noexcept nogil:
         pass
 
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil:
+        return 0
+
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
+        return 0
+
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil:
+        pass
+
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        return x
+
+    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
+        pass
+
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
+        return 0.0
+
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
+        pass
+
 
 cdef inline int _spent(const Direction* e) except -1 nogil:
     if e.block < 0:
@@ -377,6 +510,17 @@ cdef class DenseStore(BlockStore):
         if not np.array_equal(self.ptr, np.arange(self.n_blocks + 1) * self.n_features):
             return ["dense blocks must have n_features entries each"]
         return []
+
+    @property
+    def replay_problem(self):
+        return None
+
+    def replay_slots(self, MaxOracle oracle) -> tuple:
+        d = max(self.n_features, 1)
+        return (d, 1, 1, d)
+
+    def add_block(self, intp_t i, values, out, basis=None) -> None:
+        out += values
 
     cdef void form(self, intp_t i, float64_t a, const float64_t* s, float64_t c,
                    Direction* e) noexcept nogil:
@@ -449,6 +593,69 @@ cdef class DenseStore(BlockStore):
             atom_clear(blk, m, s)
         return 0
 
+    # The replay: a formed direction is a dense d-vector (w_i itself for the truth).
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil:
+        """e = w_i + coef P (P: the answer's psi, COO ``p_*``; empty for the truth) into
+        f.dense, with ||e||^2 and <e, w0>; ``s``: d zeros (again on return)."""
+        cdef const float64_t* wi = self._values + self._ptr[i]
+        cdef float64_t* e = f.dense
+        cdef intp_t g, d = self.n_features
+        cdef float64_t acc = 0.0
+        f.block = i
+        _scatter(s, p_idx, p_val, p_nnz)
+        for g in range(d):
+            e[g] = wi[g] + coef * s[g]
+            acc += e[g] * e[g]
+        _unscatter(s, p_idx, p_nnz)
+        sqnorm[0] = acc
+        dot_w0[0] = vdot(e, w0, d)
+        return 0
+
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
+        """G = w_i (f.dense points at the block), with ||G||^2 and <G, w0>."""
+        cdef intp_t d = self.n_features
+        f.block = i
+        f.dense = self._values + self._ptr[i]
+        sqnorm[0] = vdot(f.dense, f.dense, d)
+        dot_w0[0] = vdot(f.dense, w0, d)
+        return 0
+
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil:
+        """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j."""
+        cdef intp_t m, d = self.n_features
+        for m in range(j):
+            ee[m] = vdot(e[j].dense, e[m].dense, d)
+            pe[m] = dot_gather(e[m].dense, p_idx, p_val, p_nnz)
+
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        """f's features as a dense vector (its own; ``x`` is not used)."""
+        return f.dense
+
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
+        """<x, f> for x a loaded direction (``replay_load``)."""
+        return vdot(x, f.dense, self.n_features)
+
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
+        """Features [lo, hi) of the block, v and avg_u += step f (avg_u: times
+        avg_coef); the block's values move on the same range, ``own`` is not used."""
+        cdef float64_t* wi = self._values + self._ptr[f.block]
+        cdef const float64_t* u = f.dense
+        cdef float64_t delta
+        cdef intp_t g
+        for g in range(lo, hi):
+            delta = step * u[g]
+            wi[g] += delta
+            p.v[g] += delta
+            if p.avg_u != NULL:
+                p.avg_u[g] += avg_coef * delta
+
 
 cdef class SparseStore(DenseStore):
     """Block i keeps the features ``support[ptr[i]:ptr[i+1]]`` (increasing)."""
@@ -471,6 +678,13 @@ cdef class SparseStore(DenseStore):
         np.add.at(out, self.support, self.values)
         return out
 
+    def replay_slots(self, MaxOracle oracle) -> tuple:
+        return (1, 1, max(int(np.diff(self.ptr).max(initial=0)), 1),
+                max(self.n_features, 1))
+
+    def add_block(self, intp_t i, values, out, basis=None) -> None:
+        out[self.support[self.ptr[i]:self.ptr[i + 1]]] += values
+
     def _layout_problems(self) -> list:
         if self.support.shape != self.values.shape:
             return [f"block_support has {self.support.shape[0]} entries, block_ptr "
@@ -479,6 +693,64 @@ cdef class SparseStore(DenseStore):
                                   or self.support.max() >= self.n_features):
             return [f"block_support has feature indices outside [0, {self.n_features})"]
         return []
+
+    # The replay: a formed direction is kept in features on the block's support
+    # (x_idx points at the support; the truth is a copy of w_i, so the moves of
+    # other feature ranges never read values being moved).
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil:
+        """e = w_i + coef P (P: the answer's psi, COO ``p_*``, within the block's
+        support; empty for the truth) on the support, with ||e||^2 and <e, w0>;
+        ``s``: d zeros (again on return; NULL: e = w_i)."""
+        cdef const float64_t* wi = self._values + self._ptr[i]
+        cdef const int32_t* sup = self._support + self._ptr[i]
+        cdef intp_t k, m = self._ptr[i + 1] - self._ptr[i]
+        cdef float64_t acc = 0.0, ek
+        f.block = i
+        f.x_idx = <int32_t*> sup
+        f.x_nnz = m
+        _scatter(s, p_idx, p_val, p_nnz)
+        for k in range(m):
+            ek = wi[k] if s == NULL else wi[k] + coef * s[sup[k]]
+            f.x_val[k] = ek
+            acc += ek * ek
+        _unscatter(s, p_idx, p_nnz)
+        sqnorm[0] = acc
+        dot_w0[0] = dot_gather(w0, f.x_idx, f.x_val, m)
+        return 0
+
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
+        return self.replay_form(oracle, i, NULL, 0.0, NULL, NULL, 0, NULL, w0, f, sqnorm,
+                                dot_w0)
+
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil:
+        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
+
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
+        return x
+
+    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
+        _unscatter(x, f.x_idx, f.x_nnz)
+
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
+        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
+
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
+        """Features [lo, hi) of v and avg_u += step f; with ``own`` (one call per block
+        and round) the block's values += step f."""
+        cdef float64_t* wi = self._values + self._ptr[f.block]
+        cdef intp_t k
+        _coo_move_range(f, step, avg_coef, lo, hi, p)
+        if own:
+            for k in range(f.x_nnz):
+                wi[k] += step * f.x_val[k]
 
 
 cdef class CompactStore(BlockStore):
@@ -634,6 +906,36 @@ cdef class CompactStore(BlockStore):
         if self.mask.shape[0] and not self._mask_covers_values():
             problems.append("block_mask misses nonzero block coordinates")
         return problems
+
+    @property
+    def replay_problem(self):
+        return None
+
+    def replay_slots(self, MaxOracle oracle) -> tuple:
+        self.check_basis(oracle)
+        mc = max(oracle.max_coords, 1)
+        return (1, mc, max(oracle.max_expand, 1), mc)
+
+    def set_block(self, intp_t i, values) -> None:
+        """Block i's coordinates; their nonzeros are marked in the mask."""
+        cdef intp_t k
+        start, stop = self.ptr[i], self.ptr[i + 1]
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (stop - start,):
+            raise ValueError(f"block {i} holds {stop - start} values, got shape "
+                             f"{values.shape}")
+        nz = np.flatnonzero(values).astype(np.int32)
+        cdef const int32_t[::1] nzv = nz
+        cdef const float64_t[::1] vv = np.ascontiguousarray(values)
+        if nz.shape[0]:
+            self.mark(i, &nzv[0], nz.shape[0])
+        for k in range(stop - start):
+            self._values[start + k] = vv[k]
+
+    def add_block(self, intp_t i, values, out, basis=None) -> None:
+        """out += A_i values (``coord_expand_py``)."""
+        out += self._basis(basis).coord_expand_py(i, np.ascontiguousarray(values,
+                                                                          dtype=np.float64))
 
     def _mask_covers_values(self) -> bool:
         """Every nonzero coordinate has its bit in the mask."""
@@ -828,6 +1130,65 @@ cdef class CompactStore(BlockStore):
     cdef void prefetch_mask(self, intp_t i) noexcept nogil:
         ssvm_prefetch(self._mask + self._mask_ptr[i],
                       8 * (self._mask_ptr[i + 1] - self._mask_ptr[i]))
+
+    # The replay: a formed direction is its nonzero block coordinates and their
+    # expansion to features.
+    cdef int replay_form(self, MaxOracle oracle, intp_t i, const Corner* c, float64_t coef,
+                         const int32_t* p_idx, const float64_t* p_val, intp_t p_nnz,
+                         float64_t* s, const float64_t* w0, Formed* f, float64_t* sqnorm,
+                         float64_t* dot_w0) except -1 nogil:
+        """e = b_i + coef q_i(y) (c NULL: the truth, e = b_i) on the mask into f's
+        coordinates and, expanded, its features; ||A_i e||^2 and <A_i e, w0>.  ``s``:
+        the frame's zeros (again on return)."""
+        cdef Direction dir
+        dir.idx, dir.val = f.idx, f.val
+        f.block = i
+        if c == NULL:
+            self.form(i, 1.0, NULL, 0.0, &dir)
+        else:
+            self.frame(c, i, s)
+            self.form(i, 1.0, s, coef, &dir)
+            self.clear_frame(c, s)
+        f.nnz = dir.nnz
+        f.x_nnz = oracle.coord_expand(i, f.idx, f.val, f.nnz, f.x_idx, f.x_val)
+        sqnorm[0] = oracle.coord_sqnorm(i, f.idx, f.val, f.nnz)
+        dot_w0[0] = dot_gather(w0, f.x_idx, f.x_val, f.x_nnz)
+        return 0
+
+    cdef int replay_truth(self, MaxOracle oracle, intp_t i, const float64_t* w0, Formed* f,
+                          float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
+        return self.replay_form(oracle, i, NULL, 0.0, NULL, NULL, 0, NULL, w0, f, sqnorm,
+                                dot_w0)
+
+    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
+                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
+                              float64_t* pe, float64_t* x) noexcept nogil:
+        """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side
+        in ``x`` (2 d zeros, again on return), so each e_m is read once."""
+        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
+
+    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        """f's features scattered into ``x`` (d zeros; ``replay_unload`` clears them)."""
+        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
+        return x
+
+    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
+        _unscatter(x, f.x_idx, f.x_nnz)
+
+    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
+        """<x, f> for x a loaded direction (``replay_load``)."""
+        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
+
+    cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
+                          intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
+        """Features [lo, hi) of v and avg_u += step A_i f (avg_u: times avg_coef); with
+        ``own`` (one call per block and round) the block's coordinates += step f."""
+        cdef float64_t* wi = self._values + self._ptr[f.block]
+        cdef intp_t q
+        _coo_move_range(f, step, avg_coef, lo, hi, p)
+        if own:
+            for q in range(f.nnz):
+                wi[f.idx[q]] += step * f.val[q]
 
 
 # ---------------------------------------------------------------------------

@@ -309,8 +309,8 @@ OPTIONS: tuple[Option, ...] = (
         scalars in draw order, and the moves run in parallel over a fixed
         partition of the features.  The iterates equal those of
         ``parallel_steps=False`` up to rounding, for any number of threads.
-        Rounds made in Python (Dask, gap sampling, active sets), a box and
-        sparse blocks keep the steps in the master (``_batch.replay_fallback``).""",
+        Rounds made in Python (Dask, gap sampling, active sets) and a box
+        keep the steps in the master (``_batch.replay_fallback``).""",
         cli_help="With --batch-blocks and --n-jobs threads, make the block steps of each "
                  "round in the threads too (exact parallel replay: the same iterates up to "
                  "rounding).", path=False),

@@ -80,8 +80,9 @@ recent progress; the weighted average restarts there.
 Weighted averaging weighs each round's iterate by its index (the iterate
 index k of ``SolverState`` counts rounds here).  Boxes are supported exactly.
 Refused: active sets (steps other than "fw", caching, ``n_samples > 1``),
-``line_search=False``, gap sampling, batch FW and mini-batches, and compact
-block storage.
+``line_search=False``, gap sampling, batch FW and mini-batches.  Every block
+storage is supported: a shard's changes go through its store (``set_block``,
+``add_block``).
 """
 
 from __future__ import annotations
@@ -176,11 +177,8 @@ class Shard:
         self.n, self.lam, self.sigma = int(n), float(lam), 1.0
         self.unit = n / self.oracle.n_blocks           # ell' = unit * ell
         self.state = SolverState.for_oracle(self.oracle, self._lam_k(1.0), False, box)
-        if self.state.compact_blocks:
-            raise ValueError("shard rounds need dense or sparse block storage; this oracle "
-                             "keeps compact blocks")
         for i, vals in zip(self.local, values):
-            _put_block(self.state, i, vals)
+            self.state.blocks.set_block(i, vals)
         self.state.block_ell[self.local] = self.unit * np.asarray(ells, dtype=float)
         self._sync_ell()
         self.v = np.array(v, dtype=float)
@@ -215,7 +213,7 @@ class Shard:
         seconds = time.perf_counter() - start
         u = np.zeros(st.n_features)
         for i, old in zip(touched, before):
-            _add_block(st, i, _get_block(st, i) - old, u)
+            st.blocks.add_block(i, _get_block(st, i) - old, u, self.oracle)
         u /= self.sigma
         idx = np.flatnonzero(u).astype(np.int32)
         dell = float(np.sum(st.block_ell[touched] - ell_before)) / self.unit
@@ -231,7 +229,7 @@ class Shard:
         if t != 1.0:
             for i, old in zip(touched, before):
                 new = _get_block(st, i)
-                _put_block(st, i, old + t * (new - old))
+                st.blocks.set_block(i, old + t * (new - old))
             st.block_ell[touched] = ell_before + t * (st.block_ell[touched] - ell_before)
             self._sync_ell()
         self.shift(t, idx, vals)
@@ -284,22 +282,6 @@ def _shard_args(oracle: MaxOracle, part: np.ndarray, lam: float, box,
 def _get_block(state: SolverState, i: int) -> np.ndarray:
     """A copy of block i's stored values (dense or on its support)."""
     return state.block_values[state.block_ptr[i]:state.block_ptr[i + 1]].copy()
-
-
-def _put_block(state: SolverState, i: int, values: np.ndarray) -> None:
-    """Set block i's stored values (the layout of ``_get_block``)."""
-    start, stop = state.block_ptr[i], state.block_ptr[i + 1]
-    if values.shape[0] != stop - start:
-        raise ValueError(f"block {i} holds {stop - start} values, got {values.shape[0]}")
-    state.block_values[start:stop] = values
-
-
-def _add_block(state: SolverState, i: int, values: np.ndarray, out: np.ndarray) -> None:
-    """out += block i's ``values`` as a dense vector."""
-    if state.dense_blocks:
-        out += values
-    else:
-        out[state.block_support[state.block_ptr[i]:state.block_ptr[i + 1]]] += values
 
 
 class LocalShards:
@@ -484,9 +466,6 @@ class ShardRounds:
         if state.atoms is not None:
             raise ValueError("shard rounds take plain FW block steps; this state keeps active "
                              "sets (away/pairwise steps, caching, n_samples > 1)")
-        if state.compact_blocks:
-            raise ValueError("shard rounds need dense or sparse block storage; this oracle "
-                             "keeps compact blocks")
         if sampling not in ("uniform", "perm", "seq"):
             raise ValueError(f"shard rounds sample 'uniform', 'perm' or 'seq', got {sampling!r}")
         self.oracle, self.state, self.backend = oracle, state, backend
@@ -648,7 +627,7 @@ class ShardRounds:
                 continue
             blocks, values, ells = result
             for i, vals in zip(blocks, values):
-                _put_block(st, i, vals)
+                st.blocks.set_block(i, vals)
             st.block_ell[blocks] = ells
             self._since[k] = []
         if lost_k:                     # their blocks in the state are their checkpoint
