@@ -533,9 +533,8 @@ cdef class ChainOracle(MaxOracle):
             total += Gt[tk[2 * j]] * val[j] * val[j]
             row = 0.0
             for j2 in range(j + 1, n_tok):      # the same state at a later token
-                # a select, not a branch (which state comes next is data): adding
-                # +0.0 to a sum that starts at +0.0 leaves it bit for bit the same
-                row += Gt[tk[2 * j2]] * val[j2] if tk[2 * j2 + 1] == tk[2 * j + 1] else 0.0
+                if tk[2 * j2 + 1] == tk[2 * j + 1]:
+                    row += Gt[tk[2 * j2]] * val[j2]
             cross += row * val[j]
         if tk != small:
             free(tk)
