@@ -894,13 +894,8 @@ cdef class CompactStore(BlockStore):
         cdef CoordList* lst = NULL
         cdef intp_t q, j, n0 = 0, cap
         cdef int32_t k
-        cdef uint64_t bit, unmarked = 0
+        cdef uint64_t bit
         cdef int32_t* grown
-        for q in range(nnz):            # first without a branch per coordinate: usually
-            bit = (<uint64_t> 1) << (idx[q] & 63)             # every one is marked
-            unmarked |= (words[idx[q] >> 6] & bit) ^ bit
-        if unmarked == 0:
-            return
         if self._lists != NULL:
             lst = &self._lists[i]
             n0 = lst.n
