@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssvm_core._batch import Answers
+from ssvm_core.executors import Answers
 
 #: share of the outer tolerance given to the inner solver's gap
 INNER_SHARE = 0.25
