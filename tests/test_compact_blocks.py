@@ -9,6 +9,7 @@ certified gap must equal primal minus dual computed independently.
 
 import numpy as np
 import pytest
+from strategies import sparse_token_chains
 
 from ssvm_core import SolverState, solve
 from ssvm_core.testing import check_gaps
@@ -25,27 +26,13 @@ def _oracles(X, Y, n_states=3):
             ChainModel(n_states, blocks="compact").bind(X, Y))
 
 
-def _sparse_tokens(seed=1, n=10, n_features=30):
-    """Sequences of sparse token features (a few active attributes each), as in CoNLL."""
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n):
-        T = int(rng.integers(1, 7))
-        x = np.zeros((T, n_features))
-        for t in range(T):
-            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
-        X.append(x)
-        Y.append(rng.integers(0, 4, size=T))
-    return X, Y
-
-
 def _binary_tokens(seed=2):
     """OCR-like 0/1 pixels: the chain then never reads its feature values."""
     X, Y = _data(seed, n_features=6)
     return [(x > 0.0).astype(float) for x in X], Y
 
 
-@pytest.mark.parametrize("data", [_data(), _sparse_tokens(), _binary_tokens()],
+@pytest.mark.parametrize("data", [_data(), sparse_token_chains(), _binary_tokens()],
                          ids=["gaussian", "sparse", "binary"])
 def test_chain_basis_identities(data):
     """A_i q = psi, <e, A_i^T w> = <A_i e, w>, ||A_i e||^2 by the Gram matrix."""
@@ -364,7 +351,7 @@ def test_a_mask_missing_a_nonzero_is_caught():
 def test_sparse_coordinates_with_zeros():
     """The oracle's sparse coordinate routines on directions with many zeros (a
     step's case), against the dense expansion."""
-    X, Y = _sparse_tokens()
+    X, Y = sparse_token_chains()
     K = int(max(y.max() for y in Y)) + 1
     _, compact = _oracles(X, Y, K)
     rng = np.random.default_rng(5)
