@@ -211,10 +211,8 @@ class WorkingSet:
         budget = STEPS_PER_CONSTRAINT * L.shape[0]
         for step in range(budget):
             grad = L - Gb
-            top = int(np.argmax(grad))
-            support = np.flatnonzero(beta > 0)
-            away = int(support[np.argmin(grad[support])])
-            if s * grad[top] - beta @ grad <= tol or top == away:
+            top, away = _pairwise_vertices(beta, grad, s, tol)
+            if top < 0:
                 return step
             slope = grad[top] - grad[away]
             curvature = G[top, top] + G[away, away] - 2.0 * G[top, away]
@@ -236,10 +234,8 @@ class WorkingSet:
         for step in range(budget):
             w = np.clip(z, lower, upper)
             grad = L - g @ w
-            top = int(np.argmax(grad))
-            support = np.flatnonzero(beta > 0)
-            away = int(support[np.argmin(grad[support])])
-            if s * grad[top] - beta @ grad <= tol or top == away:
+            top, away = _pairwise_vertices(beta, grad, s, tol)
+            if top < 0:
                 return step
             delta = g[top] - g[away]
             dL = L[top] - L[away]
@@ -277,3 +273,16 @@ def inner_tolerance(scale: float, tol: float, dual: float) -> float:
 def outer_gap(primal: float, dual: float) -> float:
     """The certified gap P(w) - D(beta), never below 0 (rounding)."""
     return max(primal - dual, 0.0) if math.isfinite(primal) else math.inf
+
+
+def _pairwise_vertices(beta: np.ndarray, grad: np.ndarray, scale: float,
+                       tol: float) -> tuple[int, int]:
+    """The pairwise step's vertices of the simplex ``sum beta = scale``: the best
+    constraint (largest ``grad``) and the worst supported one, or ``(-1, -1)`` when the
+    gap ``scale max grad - <beta, grad>`` is at most ``tol`` or they coincide."""
+    top = int(np.argmax(grad))
+    support = np.flatnonzero(beta > 0)
+    away = int(support[np.argmin(grad[support])])
+    if scale * grad[top] - beta @ grad <= tol or top == away:
+        return -1, -1
+    return top, away
