@@ -157,3 +157,19 @@ def test_the_base_forwards_other_attributes_but_not_shards():
     assert DelegatingOracle(_chain(X, Y)).exact
     assert not ApproximateOracle(_chain(X, Y), 0.5).exact
     assert isinstance(DelegatingOracle(_chain(X, Y)), MaxOracle)
+
+
+class _Forgetful(DelegatingOracle):
+    """A wrapper whose constructor forgets ``super().__init__(oracle)``."""
+
+    def __init__(self, oracle, factor):
+        self.factor = factor
+
+
+def test_a_wrapper_that_skipped_the_base_constructor_is_named():
+    X, Y = _data()
+    forgetful = _Forgetful(_chain(X, Y), 2.0)
+    with pytest.raises(TypeError, match=r"_Forgetful wraps no oracle.*super\(\)\.__init__"):
+        solve(forgetful, lam=0.1, max_passes=1)
+    with pytest.raises(TypeError, match="_Forgetful wraps no oracle"):
+        check_oracle(forgetful)

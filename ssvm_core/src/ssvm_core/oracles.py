@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ssvm_core._oracle import MaxOracle, PythonOracle, labelling_key
+from ssvm_core._oracle import DelegatingOracle, MaxOracle, PythonOracle, labelling_key
 from ssvm_core.deprecation import renamed_argument, warn_renamed
 
 
@@ -14,7 +14,16 @@ def as_oracle(obj) -> MaxOracle:
     """Return ``obj`` if it is a ``MaxOracle``, else wrap it in a ``PythonOracle``.
 
     See ``PythonOracle`` for what a Python oracle must provide.
+
+    Raises
+    ------
+    TypeError
+        For a ``DelegatingOracle`` subclass whose constructor did not call
+        ``super().__init__(oracle)`` (it wraps nothing).
     """
+    if isinstance(obj, DelegatingOracle) and obj.oracle is None:
+        raise TypeError(f"{type(obj).__name__} wraps no oracle: its __init__ must call "
+                        "super().__init__(oracle) (DelegatingOracle) first")
     if isinstance(obj, MaxOracle):
         return obj
     return PythonOracle(obj)
