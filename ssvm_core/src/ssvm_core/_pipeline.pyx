@@ -1,0 +1,403 @@
+"""Pipelined BCFW in compiled code, for cheap compiled oracles on compact blocks.
+
+``ssvm_core.pipeline.Pipeline`` defines the semantics: the blocks of a pass are
+drawn as serial BCFW draws them, the oracle call for step j is made at the
+iterate after step j - L of the pass (at its start for j <= L), and the master
+applies the answers in draw order, each with the exact line search at the
+current iterate, an answer below the ground truth there replaced by the truth
+(as ``_batch.AnswerOracle`` does).  Its per-call Python dispatch costs more than
+a call of a few microseconds; this module runs the same pass in C, with no
+Python object per step:
+
+- the caller's thread (the master) makes the steps; one helper thread makes the
+  calls (``n_threads=2``), or the master makes each call itself when it is due
+  (``n_threads=1``, the same iterates bit for bit);
+- the helper keeps its own copy of w and brings it to "w after step j - L"
+  before it calls block j by adding the changes the master published for those
+  steps, in order: the master never writes what the helper reads, and the
+  answers do not depend on timing;
+- the two threads hand over through single-producer/single-consumer rings of
+  L + 2 slots (answers one way, changes of w the other), with acquire/release
+  counters and short spin-then-yield waits: the counters themselves keep the
+  helper at most L + 1 calls ahead of the steps.
+
+Per step the master reads the answer's block coordinates q (the helper's call
+does not form theta = A_i^T w: the master never needs all of it), takes the
+re-scored answer's <A_i q, w> and the direction's <A_i e, w> from their
+expansions (``coord_expand``) at the current w, the step size from
+``coord_sqnorm``, and moves the block, v and the weighted average by the same
+expansion; the expanded change is what the helper adds to its copy.  The
+iterates equal ``Pipeline``'s with the same L up to rounding.
+"""
+
+import threading
+
+import numpy as np
+
+from libc.math cimport NAN
+from libc.string cimport memcpy
+
+from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
+from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
+from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size
+from ssvm_core._storage cimport BlockStore, CompactStore, Direction
+from ssvm_core._vector cimport dot_gather
+from ssvm_core._view cimport StateView
+
+from ssvm_core.step_counts import StepCounts
+
+
+cdef extern from *:
+    """
+    #include <sched.h>
+    #include <time.h>
+    /* Acquire/release counters of the hand-offs (GCC and Clang builtins). */
+    static inline Py_ssize_t ssvm_load_acquire(const Py_ssize_t* p) {
+        return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    }
+    static inline void ssvm_store_release(Py_ssize_t* p, Py_ssize_t v) {
+        __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    }
+    static inline void ssvm_spin_pause(void) {
+    #if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+    #elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+    #endif
+    }
+    /* CPU seconds of the calling thread. */
+    static inline double ssvm_thread_cpu(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double) ts.tv_sec + 1e-9 * (double) ts.tv_nsec;
+    }
+    """
+    intp_t ssvm_load_acquire(const intp_t* p) noexcept nogil
+    void ssvm_store_release(intp_t* p, intp_t v) noexcept nogil
+    void ssvm_spin_pause() noexcept nogil
+    double ssvm_thread_cpu() noexcept nogil
+    int sched_yield() noexcept nogil
+
+
+cdef enum:
+    SPINS = 200             # busy polls before a wait starts yielding the core
+    STOP_EVERY = 64         # steps between two questions to ``should_stop``
+    # the counters, each on its own cache line (intp_t offsets)
+    CALLS = 0               # calls made (helper -> master)
+    STEPS = 8               # steps made (master -> helper)
+    ABORT = 16              # the master ends the pass early
+    FAILED = 24             # the helper's call raised
+    N_COUNTERS = 32
+
+
+cdef inline bint _wait(const intp_t* counter, intp_t target,
+                       const intp_t* cancel) noexcept nogil:
+    """Wait until ``counter`` reaches ``target`` (True) or ``cancel`` is set (False)."""
+    cdef intp_t polls = 0
+    while ssvm_load_acquire(counter) < target:
+        if ssvm_load_acquire(cancel):
+            return False
+        polls += 1
+        if polls < SPINS:
+            ssvm_spin_pause()
+        else:
+            sched_yield()
+    return True
+
+
+def compiled_problem(MaxOracle oracle, state, intp_t n_threads):
+    """Why ``CompiledPipeline`` does not run ``oracle`` on ``state`` (None: it does).
+
+    The compiled pass covers plain FW steps with the exact line search on compact
+    blocks (``CompactStore``) without a box, for compiled oracles, on 1 or 2 threads;
+    ``Pipeline`` runs the other cases in Python and states this reason.
+    """
+    if oracle.needs_gil:
+        return "a Python oracle (its calls need the GIL)"
+    if state.atoms is not None:
+        return ("active sets (step other than 'fw', cache, n_samples > 1): their steps "
+                "run in Python")
+    if state.has_box:
+        return "a box: the exact step is a search over clipped features"
+    if not isinstance(state.blocks, CompactStore):
+        return (f"{state.block_storage} blocks: the compiled pass hands over changes of "
+                "compact blocks")
+    if n_threads > 2:
+        return f"{n_threads} threads: the compiled pass runs one helper thread"
+    return None
+
+
+cdef class CompiledPipeline:
+    """Passes of pipelined BCFW with lag ``lag`` in C (see the module's docstring).
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        A compiled oracle with compact blocks.
+    state : SolverState
+        Compact blocks, no box, no active sets (``compiled_problem``); moved in place.
+    lag : int
+        L >= 0: the call for step j is made at the iterate after step j - L.
+    n_threads : {1, 2}
+        2: a helper thread makes the calls; 1: the master makes them.  The
+        iterates do not depend on it.
+
+    Attributes
+    ----------
+    cpu_seconds : tuple of float
+        CPU seconds of the master and of the helper thread in the last pass
+        (the helper's is 0 on one thread).
+    """
+    cdef MaxOracle oracle
+    cdef object state
+    cdef readonly intp_t lag, n_threads
+    cdef intp_t R, mq, mx, n
+    cdef object _arrays
+    # answers (helper -> master), slot j % R: q of the call's labelling, its loss,
+    # whether it scored below the ground truth at the call's w
+    cdef int32_t* a_idx
+    cdef float64_t* a_val
+    cdef intp_t* a_nnz
+    cdef float64_t* a_loss
+    cdef intp_t* a_ground
+    # changes of w (master -> helper), slot j % R: step j's change in features (COO)
+    cdef int32_t* c_idx
+    cdef float64_t* c_val
+    cdef intp_t* c_nnz
+    cdef intp_t* counters
+    cdef float64_t* wcopy           # the helper's w
+    cdef Corner call_corner         # the corner of the calls (either thread)
+    cdef CornerBuffer _call_buffer
+    cdef const intp_t* order
+    cdef const float64_t* w_start
+    cdef intp_t replaced            # steps on answers below the truth at their call
+    cdef double master_cpu, helper_cpu
+    cdef object error, should_stop
+
+    def __cinit__(self, MaxOracle oracle, state, intp_t lag, intp_t n_threads):
+        reason = compiled_problem(oracle, state, n_threads)
+        if reason is not None:
+            raise ValueError(f"the compiled pipeline does not run this problem: {reason}")
+        if lag < 0 or n_threads < 1:
+            raise ValueError(f"lag must be >= 0 and n_threads >= 1, got {lag}, {n_threads}")
+        self.oracle, self.state, self.lag, self.n_threads = oracle, state, lag, n_threads
+        self.R = lag + 2
+        self.mq = max(oracle.max_coord_nnz, 1)
+        self.mx = max(oracle.max_expand, 1)
+        a_idx = np.zeros(self.R * self.mq, dtype=np.int32)
+        a_val = np.zeros(self.R * self.mq)
+        c_idx = np.zeros(self.R * self.mx, dtype=np.int32)
+        c_val = np.zeros(self.R * self.mx)
+        ints = np.zeros(3 * self.R + N_COUNTERS + 8, dtype=np.intp)
+        wcopy = np.zeros(max(oracle.n_features, 1))
+        a_loss = np.zeros(self.R)
+        self._arrays = (a_idx, a_val, c_idx, c_val, ints, wcopy, a_loss)
+        cdef int32_t[::1] ai = a_idx, ci = c_idx
+        cdef float64_t[::1] av = a_val, cv = c_val, wv = wcopy, lv = a_loss
+        cdef intp_t[::1] iv = ints
+        self.a_idx, self.a_val, self.c_idx, self.c_val = &ai[0], &av[0], &ci[0], &cv[0]
+        self.a_nnz, self.a_loss = &iv[0], &lv[0]
+        self.a_ground, self.c_nnz = &iv[self.R], &iv[2 * self.R]
+        # the counters start on a cache line of their own
+        self.counters = &iv[3 * self.R + 8 - <intp_t> ((<size_t> &iv[3 * self.R]) % 64) // 8]
+        self.wcopy = &wv[0]
+        self._call_buffer = CornerBuffer(oracle, True, False)
+        self.call_corner = self._call_buffer.corner
+        self.call_corner.theta = NULL          # the master re-scores at its own w
+        self.master_cpu = self.helper_cpu = 0.0
+        self.error = None
+
+    @property
+    def cpu_seconds(self) -> tuple:
+        return (self.master_cpu, self.helper_cpu)
+
+    cdef int _call(self, intp_t m, const float64_t* w) except -1 nogil:
+        """The call of step m at w, into answer slot m % R."""
+        cdef intp_t slot = m % self.R
+        cdef Corner* c = &self.call_corner
+        c.coord_idx = self.a_idx + slot * self.mq
+        c.coord_val = self.a_val + slot * self.mq
+        self.oracle.solve(self.order[m], w, c)
+        self.a_nnz[slot] = c.coord_nnz
+        self.a_loss[slot] = c.loss
+        self.a_ground[slot] = below_ground_truth(c)
+        if self.n_threads == 1:
+            self.counters[CALLS] = m + 1
+        return 0
+
+    cdef int _helper_calls(self) except -1 nogil:
+        """The helper: every call of the pass, each after bringing its copy of w to
+        the iterate after step m - L; returns early when the master aborts."""
+        cdef intp_t m, slot, q, applied = 0, d = self.oracle.n_features
+        cdef const int32_t* idx
+        cdef const float64_t* val
+        memcpy(self.wcopy, self.w_start, d * sizeof(float64_t))
+        for m in range(self.n):
+            while applied < m - self.lag:
+                if not _wait(&self.counters[STEPS], applied + 1, &self.counters[ABORT]):
+                    return 0
+                slot = applied % self.R
+                idx, val = self.c_idx + slot * self.mx, self.c_val + slot * self.mx
+                for q in range(self.c_nnz[slot]):
+                    self.wcopy[idx[q]] += val[q]
+                applied += 1
+            if ssvm_load_acquire(&self.counters[ABORT]):
+                return 0
+            if m + 1 < self.n:
+                self.oracle.prefetch(self.order[m + 1])
+            self._call(m, self.wcopy)
+            ssvm_store_release(&self.counters[CALLS], m + 1)
+        return 0
+
+    def _serve(self):
+        """The helper thread's body: its calls, an error kept for the master."""
+        cdef double cpu = ssvm_thread_cpu()
+        try:
+            with nogil:
+                self._helper_calls()
+        except BaseException as exc:            # re-raised in the master's thread
+            self.error = exc
+            ssvm_store_release(&self.counters[FAILED], 1)
+        finally:
+            self.helper_cpu = ssvm_thread_cpu() - cpu
+
+    cdef int _step(self, intp_t j, BlockStore st, Ledger* b, Primal* p, float64_t* s,
+                   Direction* e, float64_t lam, float64_t* ell, float64_t* ell_avg,
+                   intp_t* n_steps) except -1 nogil:
+        """Step j on its answer (slot j % R) at the current iterate, the change of w
+        published in change slot j % R."""
+        cdef intp_t slot = j % self.R, i = self.order[j], n = self.n_blocks(), q, nx, it
+        cdef float64_t scale = 1.0 / (lam * n), loss, ell_s, gap, gamma, dot, coef
+        cdef float64_t* wi
+        cdef int32_t* x_idx = self.c_idx + slot * self.mx
+        cdef float64_t* x_val = self.c_val + slot * self.mx
+        cdef const float64_t* vs
+        cdef Corner c                           # the answer as ``frame`` reads it
+        c.labels, c.psi_idx, c.psi_val, c.theta = NULL, NULL, NULL, NULL
+        c.n_labels, c.psi_nnz, c.coords_only = 0, 0, True
+        c.coord_idx = self.a_idx + slot * self.mq
+        c.coord_val = self.a_val + slot * self.mq
+        c.coord_nnz = self.a_nnz[slot]
+        c.loss = loss = self.a_loss[slot]
+        if self.a_ground[slot]:
+            self.replaced += 1
+            c.coord_nnz, c.loss, c.score = 0, 0.0, 0.0
+        else:
+            # re-scored at the current w, as AnswerOracle does: H = L - <A_i q, w>
+            nx = self.oracle.coord_expand(i, c.coord_idx, c.coord_val, c.coord_nnz, x_idx,
+                                          x_val)
+            c.score = loss - dot_gather(p.w, x_idx, x_val, nx)
+            if below_ground_truth(&c):
+                c.coord_nnz, c.loss, c.score = 0, 0.0, 0.0
+        vs = st.frame(&c, i, s)
+        st.stats(self.oracle, i, 1.0, vs, -scale, p.w, NULL, e)   # e = b_i - scale q
+        nx = self.oracle.coord_expand(i, e.idx, e.val, e.nnz, x_idx, x_val)
+        dot = dot_gather(p.w, x_idx, x_val, nx)
+        ell_s = c.loss / n
+        gap = lam * dot - b.ell[i] + ell_s
+        b.gap_estimates[i] = gap
+        gamma = step_size(gap, lam * e.sqnorm)
+        it = n_steps[0] + 1                     # this step creates iterate it
+        coef = 0.5 * (it - 1) * it
+        wi = st._values + st._ptr[i]
+        for q in range(e.nnz):
+            wi[e.idx[q]] -= gamma * e.val[q]
+        e.block = -1                            # spent
+        for q in range(nx):
+            x_val[q] *= -gamma
+        for q in range(nx):
+            p.v[x_idx[q]] += x_val[q]
+        if p.avg_u != NULL:
+            for q in range(nx):
+                p.avg_u[x_idx[q]] += coef * x_val[q]
+        self.c_nnz[slot] = nx
+        gap = gamma * (ell_s - b.ell[i])        # the step of ell
+        b.ell[i] += gap
+        ell[0] += gap
+        ell_avg[0] = ((it - 1.0) * ell_avg[0] + 2.0 * ell[0]) / (it + 1.0)
+        n_steps[0] = it
+        st.clear_frame(&c, s)
+        return 0
+
+    cdef intp_t n_blocks(self) noexcept nogil:
+        return self.oracle.n_blocks
+
+    cdef int _steps(self, StateView view, float64_t* s, float64_t lam, float64_t* ell,
+                    float64_t* ell_avg, intp_t* n_steps, intp_t* made,
+                    bint* stopped) except -1 nogil:
+        """The master: steps 0 .. n - 1 (and, on one thread, the calls when they are
+        due); ``made`` counts the steps made."""
+        cdef intp_t j, m, n = self.n
+        cdef Primal* p = &view.primal
+        if self.n_threads == 1:
+            for m in range(min(self.lag + 1, n)):
+                self._call(m, p.w)
+        for j in range(n):
+            if self.n_threads > 1 and not _wait(&self.counters[CALLS], j + 1,
+                                                &self.counters[FAILED]):
+                return 0
+            if j + 1 < n:
+                view.store.prefetch(self.order[j + 1])
+            self._step(j, view.store, &view.ledger, p, s, &view.direction.d, lam, ell,
+                       ell_avg, n_steps)
+            made[0] = j + 1
+            if self.n_threads > 1:
+                ssvm_store_release(&self.counters[STEPS], j + 1)
+            elif j + 1 + self.lag < n:
+                self._call(j + 1 + self.lag, p.w)
+            if (j + 1) % STOP_EVERY == 0 and j + 1 < n:
+                with gil:
+                    stopped[0] = self.should_stop is not None and bool(self.should_stop())
+                if stopped[0]:
+                    return 0
+        return 0
+
+    def one_pass(self, const intp_t[::1] order, should_stop=None) -> int:
+        """The pipelined steps of the blocks ``order`` (one pass); returns the calls made.
+
+        ``should_stop`` is asked every 64 steps: True ends the pass there, the
+        steps made are kept (the calls already made are counted, their answers
+        dropped).  Books the steps' ``StepCounts`` into the state.
+        """
+        cdef intp_t n = order.shape[0], k
+        if n == 0:
+            return 0
+        state = self.state
+        if np.asarray(order).min() < 0 or np.asarray(order).max() >= self.oracle.n_blocks:
+            raise ValueError(f"block indices outside [0, {self.oracle.n_blocks})")
+        reason = compiled_problem(self.oracle, state, self.n_threads)
+        if reason is not None:
+            raise ValueError(f"the compiled pipeline does not run this problem: {reason}")
+        state.invalidate_gaps()                 # the iterate moves
+        cdef StateView view = StateView(state, None, None, self.oracle)
+        cdef float64_t[::1] s = view.store.frame_scratch(self.oracle)
+        cdef float64_t ell = state.ell, ell_avg = state.ell_avg, lam = state.lam
+        cdef intp_t n_steps = state.n_steps, made = 0
+        cdef bint stopped = False
+        cdef double cpu
+        self.order, self.n, self.w_start = &order[0], n, view.primal.w
+        for k in range(N_COUNTERS):
+            self.counters[k] = 0
+        self.error, self.should_stop = None, should_stop
+        self.helper_cpu, self.replaced = 0.0, 0
+        helper = None
+        if self.n_threads > 1:
+            helper = threading.Thread(target=self._serve, daemon=True, name="ssvm-pipeline")
+            helper.start()
+        cpu = ssvm_thread_cpu()
+        try:
+            with nogil:
+                self._steps(view, &s[0], lam, &ell, &ell_avg, &n_steps, &made, &stopped)
+        finally:
+            self.master_cpu = ssvm_thread_cpu() - cpu
+            ssvm_store_release(&self.counters[ABORT], 1)
+            if helper is not None:
+                helper.join()
+            self.should_stop = None
+            calls = self.counters[CALLS]
+            state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=made,
+                                          oracle_calls=calls, replaced=self.replaced,
+                                          fw=made))
+        if self.error is not None:
+            raise self.error
+        return calls
