@@ -82,6 +82,7 @@ cdef extern from *:
 cdef enum:
     SPINS = 200             # busy polls before a wait starts yielding the core
     STOP_EVERY = 64         # steps between two questions to ``should_stop``
+    SHARE_ONE = 1024        # the master's share of the calls is share / SHARE_ONE
     # the counters, each on its own cache line (intp_t offsets)
     CALLS = 0               # calls made (helper -> master)
     STEPS = 8               # steps made (master -> helper)
@@ -90,18 +91,28 @@ cdef enum:
     N_COUNTERS = 32
 
 
-cdef inline bint _wait(const intp_t* counter, intp_t target,
-                       const intp_t* cancel) noexcept nogil:
-    """Wait until ``counter`` reaches ``target`` (True) or ``cancel`` is set (False)."""
+cdef inline bint _wait(const intp_t* counter, intp_t target, const intp_t* cancel,
+                       double* idle) noexcept nogil:
+    """Wait until ``counter`` reaches ``target`` (True) or ``cancel`` is set (False).
+
+    A wait that does not succeed at once adds the CPU seconds it spins to ``idle``
+    (read in the idle time itself, so the accounting costs no work time).
+    """
     cdef intp_t polls = 0
+    cdef double start
+    if ssvm_load_acquire(counter) >= target:
+        return True
+    start = ssvm_thread_cpu()
     while ssvm_load_acquire(counter) < target:
         if ssvm_load_acquire(cancel):
+            idle[0] += ssvm_thread_cpu() - start
             return False
         polls += 1
         if polls < SPINS:
             ssvm_spin_pause()
         else:
             sched_yield()
+    idle[0] += ssvm_thread_cpu() - start
     return True
 
 
@@ -139,19 +150,29 @@ cdef class CompiledPipeline:
     lag : int
         L >= 0: the call for step j is made at the iterate after step j - L.
     n_threads : {1, 2}
-        2: a helper thread makes the calls; 1: the master makes them.  The
-        iterates do not depend on it.
+        2: a helper thread makes the calls, the master a share of them when they
+        are due; 1: the master makes them all.  The iterates do not depend on it.
+    master_share : float in [0, 1], optional
+        With 2 threads, the share of the calls the master makes (evenly spread),
+        fixed; None (the default) starts at 1/8 and balances the two threads'
+        measured work after every pass.  It never changes the iterates.
 
     Attributes
     ----------
     cpu_seconds : tuple of float
         CPU seconds of the master and of the helper thread in the last pass
         (the helper's is 0 on one thread).
+    idle_seconds : tuple of float
+        The part of ``cpu_seconds`` each thread spent waiting for the other.
+    master_share : float
+        The master's share of the next pass's calls.
     """
     cdef MaxOracle oracle
     cdef object state
     cdef readonly intp_t lag, n_threads
-    cdef intp_t R, mq, mx, n
+    cdef intp_t R, mq, mc, n
+    cdef intp_t share              # the master's share of the calls, in SHARE_ONE-ths
+    cdef bint adapt                 # rebalance the share after every whole pass
     cdef object _arrays
     # answers (helper -> master), slot j % R: q of the call's labelling, its loss,
     # whether it scored below the ground truth at the call's w
@@ -160,21 +181,25 @@ cdef class CompiledPipeline:
     cdef intp_t* a_nnz
     cdef float64_t* a_loss
     cdef intp_t* a_ground
-    # changes of w (master -> helper), slot j % R: step j's change in features (COO)
+    # changes of w (master -> helper), slot j % R: step j's change of its block's
+    # coordinates (A_i times it is the change of w)
     cdef int32_t* c_idx
     cdef float64_t* c_val
     cdef intp_t* c_nnz
+    cdef intp_t* c_block
     cdef intp_t* counters
     cdef float64_t* wcopy           # the helper's w
-    cdef Corner call_corner         # the corner of the calls (either thread)
-    cdef CornerBuffer _call_buffer
+    cdef Corner corners[2]          # the corners of the calls: master's, helper's
+    cdef object _corner_buffers
     cdef const intp_t* order
     cdef const float64_t* w_start
     cdef intp_t replaced            # steps on answers below the truth at their call
-    cdef double master_cpu, helper_cpu
+    cdef intp_t master_made         # calls the master made
+    cdef double master_cpu, helper_cpu, master_idle, helper_idle
     cdef object error, should_stop
 
-    def __cinit__(self, MaxOracle oracle, state, intp_t lag, intp_t n_threads):
+    def __cinit__(self, MaxOracle oracle, state, intp_t lag, intp_t n_threads,
+                  master_share=None):
         reason = compiled_problem(oracle, state, n_threads)
         if reason is not None:
             raise ValueError(f"the compiled pipeline does not run this problem: {reason}")
@@ -183,12 +208,12 @@ cdef class CompiledPipeline:
         self.oracle, self.state, self.lag, self.n_threads = oracle, state, lag, n_threads
         self.R = lag + 2
         self.mq = max(oracle.max_coord_nnz, 1)
-        self.mx = max(oracle.max_expand, 1)
+        self.mc = max(oracle.max_coords, 1)
         a_idx = np.zeros(self.R * self.mq, dtype=np.int32)
         a_val = np.zeros(self.R * self.mq)
-        c_idx = np.zeros(self.R * self.mx, dtype=np.int32)
-        c_val = np.zeros(self.R * self.mx)
-        ints = np.zeros(3 * self.R + N_COUNTERS + 8, dtype=np.intp)
+        c_idx = np.zeros(self.R * self.mc, dtype=np.int32)
+        c_val = np.zeros(self.R * self.mc)
+        ints = np.zeros(4 * self.R + N_COUNTERS + 8, dtype=np.intp)
         wcopy = np.zeros(max(oracle.n_features, 1))
         a_loss = np.zeros(self.R)
         self._arrays = (a_idx, a_val, c_idx, c_val, ints, wcopy, a_loss)
@@ -197,56 +222,79 @@ cdef class CompiledPipeline:
         cdef intp_t[::1] iv = ints
         self.a_idx, self.a_val, self.c_idx, self.c_val = &ai[0], &av[0], &ci[0], &cv[0]
         self.a_nnz, self.a_loss = &iv[0], &lv[0]
-        self.a_ground, self.c_nnz = &iv[self.R], &iv[2 * self.R]
+        self.a_ground, self.c_nnz, self.c_block = &iv[self.R], &iv[2 * self.R], &iv[3 * self.R]
         # the counters start on a cache line of their own
-        self.counters = &iv[3 * self.R + 8 - <intp_t> ((<size_t> &iv[3 * self.R]) % 64) // 8]
+        self.counters = &iv[4 * self.R + 8 - <intp_t> ((<size_t> &iv[4 * self.R]) % 64) // 8]
         self.wcopy = &wv[0]
-        self._call_buffer = CornerBuffer(oracle, True, False)
-        self.call_corner = self._call_buffer.corner
-        self.call_corner.theta = NULL          # the master re-scores at its own w
-        self.master_cpu = self.helper_cpu = 0.0
+        self._corner_buffers = [CornerBuffer(oracle, True, False) for _ in range(2)]
+        for k in range(2):
+            self.corners[k] = (<CornerBuffer> self._corner_buffers[k]).corner
+            self.corners[k].theta = NULL        # the master re-scores at its own w
+        self.master_cpu = self.helper_cpu = self.master_idle = self.helper_idle = 0.0
         self.error = None
+        self.adapt = n_threads > 1 and master_share is None
+        if n_threads == 1:
+            self.share = SHARE_ONE
+        elif master_share is None:
+            self.share = SHARE_ONE // 8
+        elif not 0.0 <= master_share <= 1.0:
+            raise ValueError(f"master_share must be in [0, 1], got {master_share!r}")
+        else:
+            self.share = int(SHARE_ONE * master_share + 0.5)
 
     @property
     def cpu_seconds(self) -> tuple:
         return (self.master_cpu, self.helper_cpu)
 
-    cdef int _call(self, intp_t m, const float64_t* w) except -1 nogil:
-        """The call of step m at w, into answer slot m % R."""
+    @property
+    def master_share(self) -> float:
+        return self.share / <double> SHARE_ONE
+
+    @property
+    def idle_seconds(self) -> tuple:
+        return (self.master_idle, self.helper_idle)
+
+    cdef int _call(self, intp_t m, const float64_t* w, intp_t thread) except -1 nogil:
+        """The call of step m at w, into answer slot m % R, by ``thread`` (0: the
+        master, 1: the helper)."""
         cdef intp_t slot = m % self.R
-        cdef Corner* c = &self.call_corner
+        cdef Corner* c = &self.corners[thread]
         c.coord_idx = self.a_idx + slot * self.mq
         c.coord_val = self.a_val + slot * self.mq
         self.oracle.solve(self.order[m], w, c)
         self.a_nnz[slot] = c.coord_nnz
         self.a_loss[slot] = c.loss
         self.a_ground[slot] = below_ground_truth(c)
-        if self.n_threads == 1:
-            self.counters[CALLS] = m + 1
         return 0
+
+    cdef bint _master_calls(self, intp_t m) noexcept nogil:
+        """Whether the master makes call m: a share of ``share`` / SHARE_ONE of the
+        calls, spread evenly (all of them on one thread)."""
+        return (m + 1) * self.share // SHARE_ONE != m * self.share // SHARE_ONE
 
     cdef int _helper_calls(self) except -1 nogil:
         """The helper: every call of the pass, each after bringing its copy of w to
         the iterate after step m - L; returns early when the master aborts."""
-        cdef intp_t m, slot, q, applied = 0, d = self.oracle.n_features
-        cdef const int32_t* idx
-        cdef const float64_t* val
+        cdef intp_t m, slot, applied = 0, d = self.oracle.n_features
         memcpy(self.wcopy, self.w_start, d * sizeof(float64_t))
         for m in range(self.n):
             while applied < m - self.lag:
-                if not _wait(&self.counters[STEPS], applied + 1, &self.counters[ABORT]):
+                if not _wait(&self.counters[STEPS], applied + 1, &self.counters[ABORT],
+                             &self.helper_idle):
                     return 0
                 slot = applied % self.R
-                idx, val = self.c_idx + slot * self.mx, self.c_val + slot * self.mx
-                for q in range(self.c_nnz[slot]):
-                    self.wcopy[idx[q]] += val[q]
+                # the master's ``move`` of v, bit for bit
+                self.oracle.coord_add(self.c_block[slot], self.c_idx + slot * self.mc,
+                                      self.c_val + slot * self.mc, self.c_nnz[slot],
+                                      self.wcopy, NULL, 0.0)
                 applied += 1
             if ssvm_load_acquire(&self.counters[ABORT]):
                 return 0
-            if m + 1 < self.n:
-                self.oracle.prefetch(self.order[m + 1])
-            self._call(m, self.wcopy)
-            ssvm_store_release(&self.counters[CALLS], m + 1)
+            if not self._master_calls(m):
+                if m + 1 < self.n:
+                    self.oracle.prefetch(self.order[m + 1])
+                self._call(m, self.wcopy, 1)
+            ssvm_store_release(&self.counters[CALLS], m + 1)   # made, or the master's
         return 0
 
     def _serve(self):
@@ -266,11 +314,10 @@ cdef class CompiledPipeline:
                    intp_t* n_steps) except -1 nogil:
         """Step j on its answer (slot j % R) at the current iterate, the change of w
         published in change slot j % R."""
-        cdef intp_t slot = j % self.R, i = self.order[j], n = self.n_blocks(), q, nx, it
-        cdef float64_t scale = 1.0 / (lam * n), loss, ell_s, gap, gamma, dot, coef
-        cdef float64_t* wi
-        cdef int32_t* x_idx = self.c_idx + slot * self.mx
-        cdef float64_t* x_val = self.c_val + slot * self.mx
+        cdef intp_t slot = j % self.R, i = self.order[j], n = self.n_blocks(), nx, it
+        cdef float64_t scale = 1.0 / (lam * n), loss, ell_s, gap, gamma, dot
+        cdef int32_t* x_idx = e.ex_idx
+        cdef float64_t* x_val = e.ex_val
         cdef const float64_t* vs
         cdef Corner c                           # the answer as ``frame`` reads it
         c.labels, c.psi_idx, c.psi_val, c.theta = NULL, NULL, NULL, NULL
@@ -298,19 +345,11 @@ cdef class CompiledPipeline:
         b.gap_estimates[i] = gap
         gamma = step_size(gap, lam * e.sqnorm)
         it = n_steps[0] + 1                     # this step creates iterate it
-        coef = 0.5 * (it - 1) * it
-        wi = st._values + st._ptr[i]
-        for q in range(e.nnz):
-            wi[e.idx[q]] -= gamma * e.val[q]
-        e.block = -1                            # spent
-        for q in range(nx):
-            x_val[q] *= -gamma
-        for q in range(nx):
-            p.v[x_idx[q]] += x_val[q]
-        if p.avg_u != NULL:
-            for q in range(nx):
-                p.avg_u[x_idx[q]] += coef * x_val[q]
-        self.c_nnz[slot] = nx
+        st.move(self.oracle, e, -gamma, p, 0.5 * (it - 1) * it)   # e.val: the change
+        memcpy(self.c_idx + slot * self.mc, e.idx, e.nnz * sizeof(int32_t))
+        memcpy(self.c_val + slot * self.mc, e.val, e.nnz * sizeof(float64_t))
+        self.c_nnz[slot] = e.nnz
+        self.c_block[slot] = i
         gap = gamma * (ell_s - b.ell[i])        # the step of ell
         b.ell[i] += gap
         ell[0] += gap
@@ -329,22 +368,24 @@ cdef class CompiledPipeline:
         due); ``made`` counts the steps made."""
         cdef intp_t j, m, n = self.n
         cdef Primal* p = &view.primal
-        if self.n_threads == 1:
-            for m in range(min(self.lag + 1, n)):
-                self._call(m, p.w)
+        for m in range(min(self.lag + 1, n)):
+            if self._master_calls(m):
+                self._call(m, p.w, 0)
+                self.master_made += 1
         for j in range(n):
-            if self.n_threads > 1 and not _wait(&self.counters[CALLS], j + 1,
-                                                &self.counters[FAILED]):
+            if not self._master_calls(j) and not _wait(
+                    &self.counters[CALLS], j + 1, &self.counters[FAILED], &self.master_idle):
                 return 0
             if j + 1 < n:
                 view.store.prefetch(self.order[j + 1])
             self._step(j, view.store, &view.ledger, p, s, &view.direction.d, lam, ell,
                        ell_avg, n_steps)
             made[0] = j + 1
-            if self.n_threads > 1:
-                ssvm_store_release(&self.counters[STEPS], j + 1)
-            elif j + 1 + self.lag < n:
-                self._call(j + 1 + self.lag, p.w)
+            ssvm_store_release(&self.counters[STEPS], j + 1)
+            m = j + 1 + self.lag                # due now: at the iterate after step j
+            if m < n and self._master_calls(m):
+                self._call(m, p.w, 0)
+                self.master_made += 1
             if (j + 1) % STOP_EVERY == 0 and j + 1 < n:
                 with gil:
                     stopped[0] = self.should_stop is not None and bool(self.should_stop())
@@ -379,7 +420,8 @@ cdef class CompiledPipeline:
         for k in range(N_COUNTERS):
             self.counters[k] = 0
         self.error, self.should_stop = None, should_stop
-        self.helper_cpu, self.replaced = 0.0, 0
+        self.helper_cpu = self.master_idle = self.helper_idle = 0.0
+        self.replaced = self.master_made = 0
         helper = None
         if self.n_threads > 1:
             helper = threading.Thread(target=self._serve, daemon=True, name="ssvm-pipeline")
@@ -394,10 +436,28 @@ cdef class CompiledPipeline:
             if helper is not None:
                 helper.join()
             self.should_stop = None
-            calls = self.counters[CALLS]
+            calls = self.master_made
+            if helper is not None:                  # the helper's calls
+                for k in range(self.counters[CALLS]):
+                    calls += not self._master_calls(k)
             state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=made,
                                           oracle_calls=calls, replaced=self.replaced,
                                           fw=made))
         if self.error is not None:
             raise self.error
+        if helper is not None and self.adapt and made == n:
+            self._balance(calls - self.master_made)
         return calls
+
+    cdef void _balance(self, intp_t helper_calls):
+        """The master's share of the next pass's calls, from this pass's work (CPU less
+        idle spinning) of the two threads: half their difference moves, at the cost of
+        a call measured in the helper (an upper bound: it includes its copy's updates).
+        The share does not change the iterates, only which thread makes a call."""
+        cdef double busy_m = self.master_cpu - self.master_idle
+        cdef double busy_h = self.helper_cpu - self.helper_idle
+        cdef double f = self.share / <double> SHARE_ONE
+        if helper_calls <= 0 or busy_h <= 0.0:
+            return
+        f += (busy_h - busy_m) / (2.0 * (busy_h / helper_calls) * self.n)
+        self.share = <intp_t> (SHARE_ONE * min(max(f, 0.0), 0.5) + 0.5)
