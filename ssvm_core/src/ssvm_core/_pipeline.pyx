@@ -195,6 +195,7 @@ cdef class CompiledPipeline:
     cdef const float64_t* w_start
     cdef intp_t replaced            # steps on answers below the truth at their call
     cdef intp_t master_made         # calls the master made
+    cdef intp_t booked_steps, booked  # steps and replaced answers booked into the state
     cdef double master_cpu, helper_cpu, master_idle, helper_idle
     cdef object error, should_stop
 
@@ -269,8 +270,20 @@ cdef class CompiledPipeline:
 
     cdef bint _master_calls(self, intp_t m) noexcept nogil:
         """Whether the master makes call m: a share of ``share`` / SHARE_ONE of the
-        calls, spread evenly (all of them on one thread)."""
-        return (m + 1) * self.share // SHARE_ONE != m * self.share // SHARE_ONE
+        calls, spread evenly (all of them on one thread), but never the call of a
+        block among the calls m - L .. m - 1, which may still be running on the
+        helper when call m is due: no two calls of one block overlap, and each
+        block's calls are made in draw order (an oracle may keep per-block state).
+        The rule reads only the draw order, never the timing."""
+        cdef intp_t k
+        if self.share >= SHARE_ONE:
+            return True
+        if (m + 1) * self.share // SHARE_ONE == m * self.share // SHARE_ONE:
+            return False
+        for k in range(max(m - self.lag, 0), m):
+            if self.order[k] == self.order[m]:
+                return False
+        return True
 
     cdef int _helper_calls(self) except -1 nogil:
         """The helper: every call of the pass, each after bringing its copy of w to
@@ -386,9 +399,10 @@ cdef class CompiledPipeline:
             if m < n and self._master_calls(m):
                 self._call(m, p.w, 0)
                 self.master_made += 1
-            if (j + 1) % STOP_EVERY == 0 and j + 1 < n:
-                with gil:
-                    stopped[0] = self.should_stop is not None and bool(self.should_stop())
+            if (j + 1) % STOP_EVERY == 0 and j + 1 < n and self.should_stop is not None:
+                with gil:                       # the state is one dual point when asked
+                    self._book(ell[0], ell_avg[0], made[0])
+                    stopped[0] = bool(self.should_stop())
                 if stopped[0]:
                     return 0
         return 0
@@ -421,7 +435,7 @@ cdef class CompiledPipeline:
             self.counters[k] = 0
         self.error, self.should_stop = None, should_stop
         self.helper_cpu = self.master_idle = self.helper_idle = 0.0
-        self.replaced = self.master_made = 0
+        self.replaced = self.master_made = self.booked_steps = self.booked = 0
         helper = None
         if self.n_threads > 1:
             helper = threading.Thread(target=self._serve, daemon=True, name="ssvm-pipeline")
@@ -436,18 +450,24 @@ cdef class CompiledPipeline:
             if helper is not None:
                 helper.join()
             self.should_stop = None
+            self._book(ell, ell_avg, made)
             calls = self.master_made
             if helper is not None:                  # the helper's calls
                 for k in range(self.counters[CALLS]):
                     calls += not self._master_calls(k)
-            state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=made,
-                                          oracle_calls=calls, replaced=self.replaced,
-                                          fw=made))
         if self.error is not None:
             raise self.error
         if helper is not None and self.adapt and made == n:
             self._balance(calls - self.master_made)
         return calls
+
+    cdef int _book(self, float64_t ell, float64_t ell_avg, intp_t made) except -1:
+        """Book the steps made since the last booking into the state."""
+        cdef intp_t steps = made - self.booked_steps, replaced = self.replaced - self.booked
+        self.booked_steps, self.booked = made, self.replaced
+        self.state.record_steps(StepCounts(ell=ell, ell_avg=ell_avg, steps=steps,
+                                           oracle_calls=steps, replaced=replaced, fw=steps))
+        return 0
 
     cdef void _balance(self, intp_t helper_calls):
         """The master's share of the next pass's calls, from this pass's work (CPU less
