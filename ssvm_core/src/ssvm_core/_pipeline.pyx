@@ -34,7 +34,6 @@ import threading
 
 import numpy as np
 
-from libc.math cimport NAN
 from libc.string cimport memcpy
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
