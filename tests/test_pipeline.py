@@ -357,7 +357,8 @@ def test_compiled_pass_equals_the_python_pipeline(lag):
     oracle = _compact()
     python = _compiled_run(oracle, lag, 2, compiled=False)
     runs = [_compiled_run(oracle, lag, 1), _compiled_run(oracle, lag, 2),
-            _compiled_run(oracle, lag, 2, share=0.0), _compiled_run(oracle, lag, 2, share=0.4)]
+            _compiled_run(oracle, lag, 2, share=0.0), _compiled_run(oracle, lag, 2, share=0.4),
+            _compiled_run(oracle, lag, 2, share=1.0)]
     for state in runs:
         scale = np.abs(python.v).max()
         assert np.abs(state.v - python.v).max() <= 1e-12 * scale
@@ -443,3 +444,21 @@ def test_compiled_pass_stops_between_steps_with_the_model_kept():
     assert result.status == "time_budget" and result.state.passes == 1
     assert result.state.fw_steps == 64 and np.isfinite(result.gap)
     _assert_v_is_sum(result.state)
+
+
+def test_the_helpers_copy_of_w_follows_moves_made_between_passes():
+    """The helper keeps its copy of w from one pass to the next only if nothing else
+    moved the state: a serial pass in between makes it copy w again."""
+    oracle = _compact()
+    states = []
+    for workers in (1, 2):
+        state = SolverState.for_oracle(oracle, 0.05, False, None)
+        rng = np.random.default_rng(4)
+        with Pipeline(oracle, state, 2, workers) as pipe:
+            for k in range(4):
+                pipe.one_pass(rng)
+                if k == 1:
+                    _fw.bcfw_pass(oracle, state, sampling_order(rng, "perm", 30), True)
+        states.append(state)
+    np.testing.assert_array_equal(states[0].v, states[1].v)
+    _assert_v_is_sum(states[1])

@@ -14,12 +14,20 @@ Python object per step:
   (``n_threads=1``, the same iterates bit for bit);
 - the helper keeps its own copy of w and brings it to "w after step j - L"
   before it calls block j by adding the changes the master published for those
-  steps, in order: the master never writes what the helper reads, and the
-  answers do not depend on timing;
+  steps, in order (``coord_add`` on the block coordinates, the master's own
+  arithmetic for v): the master never writes what the helper reads, and the
+  answers do not depend on timing.  The copy ends a whole pass equal to w and
+  is kept for the next pass unless something else moved the state (a new copy
+  of w would cost 62 MB of writes a pass on CoNLL);
+- the master also makes a share of the calls, each when it is due (at the
+  current w, with no copy), never a block still in flight on the helper; the
+  share is balanced after every pass from the two threads' measured work and
+  never changes the iterates;
 - the two threads hand over through single-producer/single-consumer rings of
   L + 2 slots (answers one way, changes of w the other), with acquire/release
-  counters and short spin-then-yield waits: the counters themselves keep the
-  helper at most L + 1 calls ahead of the steps.
+  counters and short spin-then-yield waits: the helper is at most L + 1 calls
+  ahead of the steps, and the master reuses a change slot only once the helper
+  has added the change it held.
 
 Per step the master reads the answer's block coordinates q (the helper's call
 does not form theta = A_i^T w: the master never needs all of it), takes the
@@ -87,7 +95,8 @@ cdef enum:
     STEPS = 8               # steps made (master -> helper)
     ABORT = 16              # the master ends the pass early
     FAILED = 24             # the helper's call raised
-    N_COUNTERS = 32
+    APPLIED = 32            # changes the helper added to its copy of w
+    N_COUNTERS = 40
 
 
 cdef inline bint _wait(const intp_t* counter, intp_t target, const intp_t* cancel,
@@ -172,6 +181,10 @@ cdef class CompiledPipeline:
     cdef intp_t R, mq, mc, n
     cdef intp_t share              # the master's share of the calls, in SHARE_ONE-ths
     cdef bint adapt                 # rebalance the share after every whole pass
+    # the helper's copy of w equals the state's w after a whole pass (synced), and
+    # is then kept for the next pass if nothing else moved the state in between
+    cdef bint synced, copy_fresh
+    cdef object synced_key
     cdef object _arrays
     # answers (helper -> master), slot j % R: q of the call's labelling, its loss,
     # whether it scored below the ground truth at the call's w
@@ -231,7 +244,7 @@ cdef class CompiledPipeline:
             self.corners[k] = (<CornerBuffer> self._corner_buffers[k]).corner
             self.corners[k].theta = NULL        # the master re-scores at its own w
         self.master_cpu = self.helper_cpu = self.master_idle = self.helper_idle = 0.0
-        self.error = None
+        self.error, self.synced, self.synced_key = None, False, None
         self.adapt = n_threads > 1 and master_share is None
         if n_threads == 1:
             self.share = SHARE_ONE
@@ -287,18 +300,13 @@ cdef class CompiledPipeline:
     cdef int _helper_calls(self) except -1 nogil:
         """The helper: every call of the pass, each after bringing its copy of w to
         the iterate after step m - L; returns early when the master aborts."""
-        cdef intp_t m, slot, applied = 0, d = self.oracle.n_features
-        memcpy(self.wcopy, self.w_start, d * sizeof(float64_t))
+        cdef intp_t m, applied = 0
+        if self.copy_fresh:
+            memcpy(self.wcopy, self.w_start, self.oracle.n_features * sizeof(float64_t))
         for m in range(self.n):
             while applied < m - self.lag:
-                if not _wait(&self.counters[STEPS], applied + 1, &self.counters[ABORT],
-                             &self.helper_idle):
+                if not self._apply(applied):
                     return 0
-                slot = applied % self.R
-                # the master's ``move`` of v, bit for bit
-                self.oracle.coord_add(self.c_block[slot], self.c_idx + slot * self.mc,
-                                      self.c_val + slot * self.mc, self.c_nnz[slot],
-                                      self.wcopy, NULL, 0.0)
                 applied += 1
             if ssvm_load_acquire(&self.counters[ABORT]):
                 return 0
@@ -307,7 +315,25 @@ cdef class CompiledPipeline:
                     self.oracle.prefetch(self.order[m + 1])
                 self._call(m, self.wcopy, 1)
             ssvm_store_release(&self.counters[CALLS], m + 1)   # made, or the master's
+        while applied < self.n:                 # the copy ends the pass equal to w
+            if not self._apply(applied):
+                return 0
+            applied += 1
+        self.synced = True
         return 0
+
+    cdef bint _apply(self, intp_t k) noexcept nogil:
+        """Add step k's change to the helper's copy of w once the master has published
+        it (False: the master aborted the pass)."""
+        cdef intp_t slot = k % self.R
+        if not _wait(&self.counters[STEPS], k + 1, &self.counters[ABORT], &self.helper_idle):
+            return False
+        # the master's ``move`` of v, bit for bit (coord_add is exact code, no error)
+        self.oracle.coord_add(self.c_block[slot], self.c_idx + slot * self.mc,
+                              self.c_val + slot * self.mc, self.c_nnz[slot], self.wcopy,
+                              NULL, 0.0)
+        ssvm_store_release(&self.counters[APPLIED], k + 1)
+        return True
 
     def _serve(self):
         """The helper thread's body: its calls, an error kept for the master."""
@@ -388,6 +414,11 @@ cdef class CompiledPipeline:
             if not self._master_calls(j) and not _wait(
                     &self.counters[CALLS], j + 1, &self.counters[FAILED], &self.master_idle):
                 return 0
+            # change slot j % R is free once the helper has added step j - R's change
+            if self.n_threads > 1 and j >= self.R and not _wait(
+                    &self.counters[APPLIED], j - self.R + 1, &self.counters[FAILED],
+                    &self.master_idle):
+                return 0
             if j + 1 < n:
                 view.store.prefetch(self.order[j + 1])
             self._step(j, view.store, &view.ledger, p, s, &view.direction.d, lam, ell,
@@ -430,6 +461,9 @@ cdef class CompiledPipeline:
         cdef bint stopped = False
         cdef double cpu
         self.order, self.n, self.w_start = &order[0], n, view.primal.w
+        self.copy_fresh = not (self.synced and self.synced_key[0] is state.w
+                               and self.synced_key[1:] == (state.n_steps, state.lam, state.ell))
+        self.synced, self.synced_key = False, None
         for k in range(N_COUNTERS):
             self.counters[k] = 0
         self.error, self.should_stop = None, should_stop
@@ -445,7 +479,8 @@ cdef class CompiledPipeline:
                 self._steps(view, &s[0], lam, &ell, &ell_avg, &n_steps, &made, &stopped)
         finally:
             self.master_cpu = ssvm_thread_cpu() - cpu
-            ssvm_store_release(&self.counters[ABORT], 1)
+            if made < n:                        # stopped or failed: the helper stops too
+                ssvm_store_release(&self.counters[ABORT], 1)
             if helper is not None:
                 helper.join()
             self.should_stop = None
@@ -456,6 +491,8 @@ cdef class CompiledPipeline:
                     calls += not self._master_calls(k)
         if self.error is not None:
             raise self.error
+        if self.synced:
+            self.synced_key = (state.w, state.n_steps, state.lam, state.ell)
         if helper is not None and self.adapt and made == n:
             self._balance(calls - self.master_made)
         return calls
