@@ -58,12 +58,16 @@ cdef extern from *:
     """
     #include <sched.h>
     #include <time.h>
-    /* Acquire/release counters of the hand-offs (GCC and Clang builtins). */
+    /* The counters of the hand-offs (GCC and Clang builtins). */
     static inline Py_ssize_t ssvm_load_acquire(const Py_ssize_t* p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
     }
-    static inline void ssvm_store_release(Py_ssize_t* p, Py_ssize_t v) {
-        __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    /* Sequentially consistent ones, for the sleeping flags of ``_Gate``. */
+    static inline Py_ssize_t ssvm_load_seq(const Py_ssize_t* p) {
+        return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+    }
+    static inline void ssvm_store_seq(Py_ssize_t* p, Py_ssize_t v) {
+        __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
     }
     static inline void ssvm_spin_pause(void) {
     #if defined(__x86_64__) || defined(__i386__)
@@ -80,7 +84,8 @@ cdef extern from *:
     }
     """
     intp_t ssvm_load_acquire(const intp_t* p) noexcept nogil
-    void ssvm_store_release(intp_t* p, intp_t v) noexcept nogil
+    intp_t ssvm_load_seq(const intp_t* p) noexcept nogil
+    void ssvm_store_seq(intp_t* p, intp_t v) noexcept nogil
     void ssvm_spin_pause() noexcept nogil
     double ssvm_thread_cpu() noexcept nogil
     int sched_yield() noexcept nogil
@@ -88,6 +93,7 @@ cdef extern from *:
 
 cdef enum:
     SPINS = 200             # busy polls before a wait starts yielding the core
+    YIELDS = 20             # yields before it sleeps
     STOP_EVERY = 64         # steps between two questions to ``should_stop``
     SHARE_ONE = 1024        # the master's share of the calls is share / SHARE_ONE
     # the counters, each on its own cache line (intp_t offsets)
@@ -99,9 +105,44 @@ cdef enum:
     N_COUNTERS = 40
 
 
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* m)
+    int pthread_mutex_lock(pthread_mutex_t* m)
+    int pthread_mutex_unlock(pthread_mutex_t* m)
+    int pthread_cond_init(pthread_cond_t* c, const void* attr)
+    int pthread_cond_destroy(pthread_cond_t* c)
+    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
+    int pthread_cond_signal(pthread_cond_t* c)
+
+
+cdef struct _Gate:
+    # Where one thread sleeps when a wait outlasts its spinning and yielding (a
+    # loaded machine: a yield can then cost a time slice).  ``sleeping`` is set
+    # and read sequentially consistently against the counters, so a publisher
+    # either is seen by the sleeper's last check or sees it sleeping and signals.
+    pthread_mutex_t lock
+    pthread_cond_t cond
+    intp_t sleeping
+
+
+cdef inline void _publish(intp_t* counter, intp_t value, _Gate* peer) noexcept nogil:
+    """Store ``value`` in ``counter`` and wake the thread that waits for it, if asleep."""
+    ssvm_store_seq(counter, value)
+    if ssvm_load_seq(&peer.sleeping):
+        pthread_mutex_lock(&peer.lock)
+        pthread_cond_signal(&peer.cond)
+        pthread_mutex_unlock(&peer.lock)
+
+
 cdef inline bint _wait(const intp_t* counter, intp_t target, const intp_t* cancel,
-                       double* idle) noexcept nogil:
-    """Wait until ``counter`` reaches ``target`` (True) or ``cancel`` is set (False).
+                       double* idle, _Gate* gate) noexcept nogil:
+    """Wait until ``counter`` reaches ``target`` (True) or ``cancel`` is set (False):
+    SPINS polls, then YIELDS yields of the core, then asleep on ``gate``.
 
     A wait that does not succeed at once adds the CPU seconds it spins to ``idle``
     (read in the idle time itself, so the accounting costs no work time).
@@ -111,17 +152,21 @@ cdef inline bint _wait(const intp_t* counter, intp_t target, const intp_t* cance
     if ssvm_load_acquire(counter) >= target:
         return True
     start = ssvm_thread_cpu()
-    while ssvm_load_acquire(counter) < target:
-        if ssvm_load_acquire(cancel):
-            idle[0] += ssvm_thread_cpu() - start
-            return False
+    while ssvm_load_acquire(counter) < target and not ssvm_load_acquire(cancel):
         polls += 1
         if polls < SPINS:
             ssvm_spin_pause()
-        else:
+        elif polls < SPINS + YIELDS:
             sched_yield()
+        else:
+            pthread_mutex_lock(&gate.lock)
+            ssvm_store_seq(&gate.sleeping, 1)
+            while ssvm_load_seq(counter) < target and not ssvm_load_seq(cancel):
+                pthread_cond_wait(&gate.cond, &gate.lock)
+            ssvm_store_seq(&gate.sleeping, 0)
+            pthread_mutex_unlock(&gate.lock)
     idle[0] += ssvm_thread_cpu() - start
-    return True
+    return ssvm_load_acquire(counter) >= target
 
 
 def compiled_problem(MaxOracle oracle, state, intp_t n_threads):
@@ -200,6 +245,7 @@ cdef class CompiledPipeline:
     cdef intp_t* c_nnz
     cdef intp_t* c_block
     cdef intp_t* counters
+    cdef _Gate gates[2]             # the master's and the helper's
     cdef float64_t* wcopy           # the helper's w
     cdef Corner corners[2]          # the corners of the calls: master's, helper's
     cdef object _corner_buffers
@@ -213,6 +259,11 @@ cdef class CompiledPipeline:
 
     def __cinit__(self, MaxOracle oracle, state, intp_t lag, intp_t n_threads,
                   master_share=None):
+        cdef intp_t k
+        for k in range(2):                      # first: __dealloc__ destroys them
+            pthread_mutex_init(&self.gates[k].lock, NULL)
+            pthread_cond_init(&self.gates[k].cond, NULL)
+            self.gates[k].sleeping = 0
         reason = compiled_problem(oracle, state, n_threads)
         if reason is not None:
             raise ValueError(f"the compiled pipeline does not run this problem: {reason}")
@@ -254,6 +305,12 @@ cdef class CompiledPipeline:
             raise ValueError(f"master_share must be in [0, 1], got {master_share!r}")
         else:
             self.share = int(SHARE_ONE * master_share + 0.5)
+
+    def __dealloc__(self):
+        cdef intp_t k
+        for k in range(2):
+            pthread_mutex_destroy(&self.gates[k].lock)
+            pthread_cond_destroy(&self.gates[k].cond)
 
     @property
     def cpu_seconds(self) -> tuple:
@@ -314,7 +371,7 @@ cdef class CompiledPipeline:
                 if m + 1 < self.n:
                     self.oracle.prefetch(self.order[m + 1])
                 self._call(m, self.wcopy, 1)
-            ssvm_store_release(&self.counters[CALLS], m + 1)   # made, or the master's
+            _publish(&self.counters[CALLS], m + 1, &self.gates[0])   # made, or the master's
         while applied < self.n:                 # the copy ends the pass equal to w
             if not self._apply(applied):
                 return 0
@@ -326,13 +383,14 @@ cdef class CompiledPipeline:
         """Add step k's change to the helper's copy of w once the master has published
         it (False: the master aborted the pass)."""
         cdef intp_t slot = k % self.R
-        if not _wait(&self.counters[STEPS], k + 1, &self.counters[ABORT], &self.helper_idle):
+        if not _wait(&self.counters[STEPS], k + 1, &self.counters[ABORT], &self.helper_idle,
+                     &self.gates[1]):
             return False
         # the master's ``move`` of v, bit for bit (coord_add is exact code, no error)
         self.oracle.coord_add(self.c_block[slot], self.c_idx + slot * self.mc,
                               self.c_val + slot * self.mc, self.c_nnz[slot], self.wcopy,
                               NULL, 0.0)
-        ssvm_store_release(&self.counters[APPLIED], k + 1)
+        _publish(&self.counters[APPLIED], k + 1, &self.gates[0])
         return True
 
     def _serve(self):
@@ -343,7 +401,7 @@ cdef class CompiledPipeline:
                 self._helper_calls()
         except BaseException as exc:            # re-raised in the master's thread
             self.error = exc
-            ssvm_store_release(&self.counters[FAILED], 1)
+            _publish(&self.counters[FAILED], 1, &self.gates[0])
         finally:
             self.helper_cpu = ssvm_thread_cpu() - cpu
 
@@ -412,19 +470,20 @@ cdef class CompiledPipeline:
                 self.master_made += 1
         for j in range(n):
             if not self._master_calls(j) and not _wait(
-                    &self.counters[CALLS], j + 1, &self.counters[FAILED], &self.master_idle):
+                    &self.counters[CALLS], j + 1, &self.counters[FAILED], &self.master_idle,
+                    &self.gates[0]):
                 return 0
             # change slot j % R is free once the helper has added step j - R's change
             if self.n_threads > 1 and j >= self.R and not _wait(
                     &self.counters[APPLIED], j - self.R + 1, &self.counters[FAILED],
-                    &self.master_idle):
+                    &self.master_idle, &self.gates[0]):
                 return 0
             if j + 1 < n:
                 view.store.prefetch(self.order[j + 1])
             self._step(j, view.store, &view.ledger, p, s, &view.direction.d, lam, ell,
                        ell_avg, n_steps)
             made[0] = j + 1
-            ssvm_store_release(&self.counters[STEPS], j + 1)
+            _publish(&self.counters[STEPS], j + 1, &self.gates[1])
             m = j + 1 + self.lag                # due now: at the iterate after step j
             if m < n and self._master_calls(m):
                 self._call(m, p.w, 0)
@@ -480,7 +539,7 @@ cdef class CompiledPipeline:
         finally:
             self.master_cpu = ssvm_thread_cpu() - cpu
             if made < n:                        # stopped or failed: the helper stops too
-                ssvm_store_release(&self.counters[ABORT], 1)
+                _publish(&self.counters[ABORT], 1, &self.gates[1])
             if helper is not None:
                 helper.join()
             self.should_stop = None
