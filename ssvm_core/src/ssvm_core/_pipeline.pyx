@@ -24,18 +24,19 @@ Python object per step:
   share is balanced after every pass from the two threads' measured work and
   never changes the iterates;
 - the two threads hand over through single-producer/single-consumer rings of
-  L + 2 slots (answers one way, changes of w the other), with acquire/release
-  counters and short spin-then-yield waits: the helper is at most L + 1 calls
-  ahead of the steps, and the master reuses a change slot only once the helper
-  has added the change it held.
+  L + 2 slots (answers one way, block changes the other), with atomic
+  counters; a wait spins, then yields the core, then sleeps on a condition
+  variable that the publisher signals only when the peer sleeps.  The helper
+  is at most L + 1 calls ahead of the steps, and the master reuses a change
+  slot only once the helper has added the change it held.
 
 Per step the master reads the answer's block coordinates q (the helper's call
 does not form theta = A_i^T w: the master never needs all of it), takes the
 re-scored answer's <A_i q, w> and the direction's <A_i e, w> from their
-expansions (``coord_expand``) at the current w, the step size from
-``coord_sqnorm``, and moves the block, v and the weighted average by the same
-expansion; the expanded change is what the helper adds to its copy.  The
-iterates equal ``Pipeline``'s with the same L up to rounding.
+expansions (``coord_expand``) at the current w and the step size from
+``coord_sqnorm``, and moves the block, v and the weighted average
+(``BlockStore.move``); the block's change is what the helper adds to its copy.
+The iterates equal ``Pipeline``'s with the same L up to rounding.
 """
 
 import threading
