@@ -93,7 +93,7 @@ cdef extern from *:
 
 
 cdef enum:
-    SPINS = 200             # busy polls before a wait starts yielding the core
+    SPINS = 4000            # busy polls (tens of us) before a wait yields the core
     YIELDS = 20             # yields before it sleeps
     STOP_EVERY = 64         # steps between two questions to ``should_stop``
     SHARE_ONE = 1024        # the master's share of the calls is share / SHARE_ONE
