@@ -10,5 +10,5 @@ _spec.loader.exec_module(_build)
 
 setup(ext_modules=_build.cython_extensions(
     "ssvm_core", ["_oracle", "_atoms", "_storage", "_view", "_linesearch", "_fw", "_active",
-                  "_ssg", "_batch"]),
+                  "_ssg", "_batch", "_pipeline"]),
     options=_build.setup_options())

@@ -11,6 +11,7 @@ import pytest
 import ssvm_core.pipeline as pipeline_module
 from ssvm_core import FrankWolfeSSVM, SolverState, _fw, solve
 from ssvm_core._batch import AnswerOracle, solve_blocks
+from ssvm_core._pipeline import CompiledPipeline
 from ssvm_core.objectives import dual_objective
 from ssvm_core.options import sampling_order
 from ssvm_core.parallel import max_scores
@@ -317,3 +318,147 @@ def test_bench_parallel_measures_pipelined_runs(tmp_path, capsys):
                          "--check-every", "1", "--target-passes", "1", "--seeds", "0",
                          "--pipeline-cache-steps", "1", "--pipeline-step", "pairwise"])
     assert cached["summary"]["pose/pipeline/L=2/speedup_vs_bcfw"] > 0
+
+
+# -- the compiled pass (``_pipeline.CompiledPipeline``): compact blocks, compiled oracles --
+
+def _compact(n=30, seed=0):
+    """Chains on compact blocks (the compiled path), real-valued features; n small enough
+    that blocks repeat within the lag."""
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(rng.integers(1, 7), 5)) for _ in range(n)]
+    Y = [rng.integers(0, 4, len(x)).astype(np.int32) for x in X]
+    return ChainModel(n_states=4, n_features=5, blocks="compact").bind(X, Y)
+
+
+def _compiled_run(oracle, lag, workers, passes=3, share=None, compiled=True, duals=None):
+    """The state after ``passes`` pipelined passes (seed 1, averaging on); ``duals``
+    collects the dual whenever ``should_stop`` is asked and after every pass."""
+    state = SolverState.for_oracle(oracle, 0.05, True, None)
+    rng = np.random.default_rng(1)
+
+    def record() -> bool:
+        if duals is not None:
+            duals.append(dual_objective(state))
+        return False
+
+    with Pipeline(oracle, state, lag, workers, compiled=compiled) as pipe:
+        assert pipe.path == ("compiled" if compiled else "python")
+        if share is not None:           # a fixed share of the calls made by the master
+            pipe._compiled = CompiledPipeline(oracle, state, lag, workers, master_share=share)
+        for _ in range(passes):
+            assert pipe.one_pass(rng, should_stop=record) == oracle.n_blocks
+            record()
+    return state
+
+
+@pytest.mark.parametrize("lag", [0, 1, 3])
+def test_compiled_pass_equals_the_python_pipeline(lag):
+    oracle = _compact()
+    python = _compiled_run(oracle, lag, 2, compiled=False)
+    runs = [_compiled_run(oracle, lag, 1), _compiled_run(oracle, lag, 2),
+            _compiled_run(oracle, lag, 2, share=0.0), _compiled_run(oracle, lag, 2, share=0.4),
+            _compiled_run(oracle, lag, 2, share=1.0)]
+    for state in runs:
+        scale = np.abs(python.v).max()
+        assert np.abs(state.v - python.v).max() <= 1e-12 * scale
+        assert np.abs(state.avg_u - python.avg_u).max() <= 1e-12 * np.abs(python.avg_u).max()
+        assert state.ell == pytest.approx(python.ell, rel=1e-12)
+        assert state.ell_avg == pytest.approx(python.ell_avg, rel=1e-12)
+        gaps = python.block_gap_estimates              # NaN: a block never drawn
+        np.testing.assert_allclose(state.block_gap_estimates, gaps, rtol=0,
+                                   atol=1e-12 * np.nanmax(np.abs(gaps)))
+        assert state.n_steps == python.n_steps and state.fw_steps == python.fw_steps
+        # the threads and the share of calls the master makes never change the iterates
+        np.testing.assert_array_equal(state.v, runs[0].v)
+        np.testing.assert_array_equal(state.avg_u, runs[0].avg_u)
+        _assert_v_is_sum(state)
+
+
+def test_compiled_pass_keeps_the_dual_monotone_and_the_lag_definition():
+    oracle, lag = _compact(n=200), 2
+    duals = []
+    state = _compiled_run(oracle, lag, 2, passes=3, duals=duals)
+    assert len(duals) == 3 * (200 // 64 + 1)
+    assert np.all(np.diff(duals) >= -1e-12 * np.abs(duals[1:]))
+    _assert_v_is_sum(state)
+    # the call of step j is made at the iterate after step j - L (AnswerOracle's replay)
+    reference = SolverState.for_oracle(oracle, 0.05, True, None)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        order = sampling_order(rng, "uniform", oracle.n_blocks)
+        iterates = [reference.w.copy()]
+        for j in range(oracle.n_blocks):
+            answers = solve_blocks(oracle, iterates[max(j - lag, 0)], order[j:j + 1])
+            _fw.bcfw_pass(AnswerOracle(oracle, answers), reference, order[j:j + 1], True)
+            iterates.append(reference.w.copy())
+    assert np.abs(state.v - reference.v).max() <= 1e-12 * np.abs(reference.v).max()
+
+
+def test_the_compiled_path_is_chosen_in_one_place_and_says_why_not():
+    oracle = _compact()
+    state = SolverState.for_oracle(oracle, 0.05, False, None)
+    assert Pipeline(oracle, state, 2, 2).path == "compiled"
+    assert "3 threads" in Pipeline(oracle, state, 2, 3).python_reason
+    sparse, _ = _chain()
+    assert "sparse blocks" in Pipeline(sparse, _state(sparse, None), 2, 2).python_reason
+    pose, box = _pose()
+    assert "box" in Pipeline(pose, _state(pose, box), 2, 2).python_reason
+    active = SolverState.for_oracle(oracle, 0.05, False, None, active_sets=True)
+    assert "active sets" in Pipeline(oracle, active, 2, 2, step="pairwise").python_reason
+    with pytest.raises(ValueError, match="does not run this problem"):
+        CompiledPipeline(sparse, _state(sparse, None), 2, 2)
+
+
+def test_compiled_solve_does_not_depend_on_the_threads_and_certifies():
+    oracle = _compact(n=40)
+    kw = dict(pipeline_lag=2, max_passes=4, tol=0, random_state=0, gap_check_every=2,
+              averaging="plain")
+    a = solve(oracle, 0.05, n_jobs=1, **kw)
+    b = solve(oracle, 0.05, n_jobs=2, **kw)
+    np.testing.assert_array_equal(a.w, b.w)
+    assert b.certified and [h["gap"] for h in a.history] == [h["gap"] for h in b.history]
+    state = b.state
+    primal = 0.5 * state.lam * state.w @ state.w + \
+        max_scores(oracle, state.w).sum() / oracle.n_blocks
+    assert b.gap == pytest.approx(primal - dual_objective(state), rel=1e-10, abs=1e-12)
+    assert state.oracle_calls == 4 * oracle.n_blocks + 3 * oracle.n_blocks  # + 3 gap checks
+    with pytest.warns(RuntimeWarning, match="approximate"):
+        approx = solve(ApproximateOracle(oracle, 0.5, 2), 0.05, n_jobs=2, **kw)
+    assert not approx.certified
+    _assert_v_is_sum(approx.state)
+
+
+def test_compiled_pass_stops_between_steps_with_the_model_kept():
+    oracle = _compact(n=300)
+    state = SolverState.for_oracle(oracle, 0.05, False, None)
+    with Pipeline(oracle, state, 3, 2) as pipe:
+        calls = pipe.one_pass(np.random.default_rng(0), should_stop=lambda: True)
+        master, helper = pipe.cpu_seconds
+    # asked after 64 steps; the calls of the steps in flight were made, their answers dropped
+    assert state.n_steps == 64 and 64 <= calls <= 64 + 4
+    assert master >= 0 and helper >= 0
+    _assert_v_is_sum(state)
+    result = solve(oracle, 0.05, pipeline_lag=3, n_jobs=2, time_budget=1e-9, tol=0,
+                   random_state=0)
+    assert result.status == "time_budget" and result.state.passes == 1
+    assert result.state.fw_steps == 64 and np.isfinite(result.gap)
+    _assert_v_is_sum(result.state)
+
+
+def test_the_helpers_copy_of_w_follows_moves_made_between_passes():
+    """The helper keeps its copy of w from one pass to the next only if nothing else
+    moved the state: a serial pass in between makes it copy w again."""
+    oracle = _compact()
+    states = []
+    for workers in (1, 2):
+        state = SolverState.for_oracle(oracle, 0.05, False, None)
+        rng = np.random.default_rng(4)
+        with Pipeline(oracle, state, 2, workers) as pipe:
+            for k in range(4):
+                pipe.one_pass(rng)
+                if k == 1:
+                    _fw.bcfw_pass(oracle, state, sampling_order(rng, "perm", 30), True)
+        states.append(state)
+    np.testing.assert_array_equal(states[0].v, states[1].v)
+    _assert_v_is_sum(states[1])

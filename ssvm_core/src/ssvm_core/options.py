@@ -334,7 +334,9 @@ OPTIONS: tuple[Option, ...] = (
         every answer is L steps stale, which costs passes (``docs/scaling.md``).
         Every ``step``, ``cache`` (a step the cache is predicted to serve gets
         no call) and ``n_samples``; line search and "uniform", "perm" or
-        "seq" sampling only.  None: no pipeline.""", path=False,
+        "seq" sampling only.  Compiled oracles on compact blocks with plain FW
+        steps and no box run their passes in compiled code on 1 or 2 threads
+        (the same iterates; ``ssvm_core._pipeline``).  None: no pipeline.""", path=False,
         cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
                  "the iterate after step j - L by whichever of the --n-jobs threads is free, "
                  "and the steps are applied in order with the exact line search; the "

@@ -31,6 +31,12 @@ the earlier call of that block has returned: no two calls of one block run
 at once (an oracle may keep per-block state), and the answer does not
 depend on which of the two finished first.
 
+Cheap compiled oracles on compact blocks (plain FW steps, no box) run their
+passes in C (``_pipeline.CompiledPipeline``: one helper thread making the calls
+with its own copy of w, no Python object per step; the same iterates up to
+rounding); ``Pipeline.python_reason`` says why a run takes the Python path
+(``_pipeline.compiled_problem``).
+
 Each pass fills the pipeline at its start and drains it at its end (the
 gap checks between passes see a settled state), so up to ``L + 1`` calls are
 in flight: ``L = W - 1`` keeps W workers busy, ``L = W`` leaves one call of
@@ -49,7 +55,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 
-from ssvm_core import _active, _fw
+from ssvm_core import _active, _fw, _pipeline
 from ssvm_core._batch import AnswerOracle, Answers, predict_cache_hits, solve_blocks
 from ssvm_core._oracle import MaxOracle
 from ssvm_core.executors import SerialExecutor, ThreadExecutor
@@ -109,12 +115,22 @@ class Pipeline:
         are excluded), when the caching rule serves it at the current iterate
         (else that slot makes no step).  c is fixed, so the iterates still do
         not depend on timing; the draws take one number from ``rng`` per pass.
+    compiled : bool, default True
+        Run the passes in C (``_pipeline.CompiledPipeline``) when the problem
+        allows it (False: always the Python passes, e.g. to compare them).
+
+    Attributes
+    ----------
+    path : {"compiled", "python"}
+        Which passes run.
+    python_reason : str or None
+        Why the passes run in Python (None on the compiled path).
     """
 
     def __init__(self, oracle: MaxOracle, state: SolverState, lag: int, n_workers: int,
                  sampling: str = "uniform", *, step: str = "fw", cache: bool = False,
                  cache_factor: float = 0.25, cache_nu: float = 0.01, n_samples: int = 1,
-                 cache_steps: int = 0):
+                 cache_steps: int = 0, compiled: bool = True):
         if int(lag) != lag or lag < 0:
             raise ValueError(f"pipeline_lag must be an integer >= 0, got {lag!r}")
         if int(n_workers) != n_workers or n_workers < 1:
@@ -142,17 +158,30 @@ class Pipeline:
                           stacklevel=2)
             self.n_workers = 1
         self._pool: ThreadPoolExecutor | None = None
+        self.python_reason = (_pipeline.compiled_problem(oracle, state, self.n_workers)
+                              if compiled else "compiled=False")
+        self._compiled = (None if self.python_reason is not None else
+                          _pipeline.CompiledPipeline(oracle, state, self.lag, self.n_workers))
+        self.path = "python" if self._compiled is None else "compiled"
+
+    @property
+    def cpu_seconds(self) -> tuple[float, float] | None:
+        """CPU seconds of the master and of the helper thread in the last compiled
+        pass (None on the Python path)."""
+        return None if self._compiled is None else self._compiled.cpu_seconds
 
     def one_pass(self, rng: np.random.Generator,
                  should_stop: Callable[[], bool] | None = None) -> int:
         """n pipelined block steps (and their cache steps); returns the oracle calls made.
 
-        ``should_stop`` is asked after every step: True ends the pass there
-        (the steps made are kept).
+        ``should_stop`` is asked after every step (on the compiled path every 64
+        steps): True ends the pass there (the steps made are kept).
         """
         state, lag, oracle = self.state, self.lag, self.oracle
         n = state.n_blocks
         order = sampling_order(rng, self.sampling, n)
+        if self._compiled is not None:
+            return self._compiled.one_pass(order, should_stop)
         draws = np.random.default_rng(rng.integers(2**63)) if self.cache_steps else None
         none = Answers(*([np.zeros(0)] + [np.zeros(1)] * 2 + [np.zeros(0)] + [np.zeros(1)]
                          + [np.zeros(0)] * 5))                            # no answers

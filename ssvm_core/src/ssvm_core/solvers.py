@@ -120,7 +120,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     certified from this check on); missing values are None.  Ctrl-C (SIGINT)
     or SIGTERM stops after the current pass (mini-batch rounds outside this
     process: after the current round; pipelined steps: after the current
-    step) and returns the model; a second
+    step, or within 64 steps on the compiled path) and returns the model; a second
     signal raises ``KeyboardInterrupt``.  A Dask executor that loses every
     worker (``WorkersLostError``) stops the run the same way, with status
     ``"workers lost"`` and a ``RuntimeWarning``.  A stop on a budget (``max_passes``,
