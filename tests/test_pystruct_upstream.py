@@ -46,17 +46,26 @@ XFAIL: dict[str, dict[str, str]] = {
             "here GraphCRF's default inference is loopy max-product and LatentNodeCRF's 'auto' "
             "(other answers, other weights), and even with the same method two Frank-Wolfe "
             "runs certified at gap / (C n) <= tol (C n = 300) end 6e-5 apart " + LEARNER[3:],
+        "test_latent_node_boxes_latent_subgradient":
+            "SubgradientLatentSSVM from pystruct's random start (the draw after "
+            "make_simple_2x2(seed=1)), iterates equal to pystruct's until its second step, "
+            "where our decoding on the loopy graph with hidden nodes ('auto', and our loopy "
+            "'max-product' alike) returns a loss-augmented labelling of value 2393.80 and "
+            "pystruct's loopy max-product one of 2070.31; pystruct's weaker answers lead to a "
+            "pass without violated constraints after 10 passes and score 1, ours run all 50 "
+            "passes and end at score 0.922 ('auto'; 0.928 with 'max-product')",
     },
     "test_learners/test_latent_svm.py": {
         "test_with_crosses_base_svms":
             "the OneSlackSSVM and NSlackSSVM bases predict every pixel; the SubgradientSSVM "
-            "base (400 passes, no certificate) misses 3 pixels " + LEARNER[3:],
-    },
-    "test_learners/test_subgradient_latent_svm.py": {
-        "test_directional_bars":
-            "pystruct calls it 'very fragile': 75 subgradient passes from a random w, with "
-            "approximate decoding on the grid (loopy max-product / alpha-expansion here, AD3 "
-            "there), end 5 pixels off",
+            "base (400 constant steps of 0.01, no certificate) misses 3 pixels of one image. "
+            "From pystruct's k-means start its iterates equal pystruct's (max-product, no AD3) "
+            "for 160 steps; at step 161 our decoding ('auto': the better of loopy max-product "
+            "and alpha-expansion) finds a loss-augmented labelling of value 159.767 where "
+            "pystruct's loopy max-product returns one of 159.713, and the oscillating "
+            "iterates part: with 'auto' 12 of the 400 passes end with every pixel right (not "
+            "the last), with our loopy 'max-product' 80 of the last 100 and the last do, as "
+            "pystruct's own max-product run does (one CCCP round, every pixel right)",
     },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,

