@@ -1,4 +1,5 @@
-/* Chain kernels written so that compilers vectorise them (restrict pointers).
+/* Chain kernels written so that compilers vectorise them (restrict pointers),
+ * and the scatter of a direction's token-label entries into w (unrolled).
  *
  * Max-sum message passing: written so that compilers vectorise
  * the O(K^2) step: restrict-qualified pointers and a plain max (no arg-max
@@ -9,6 +10,7 @@
 #define SSVM_MAXSUM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* y[k] += alpha * x[k] for k < K (emission rows into a unary table) */
 static inline void ssvm_axpy(double alpha, const double *restrict x,
@@ -49,6 +51,63 @@ static inline ptrdiff_t ssvm_maxsum_argmax(const double *prev, const double *tra
         }
     }
     return arg;
+}
+
+/* out[f*K + k_j] += (c * x_f) * a[j] for each feature f = feats[p] of one token
+ * (value x_f = vals[p], or 1 when vals is NULL: then the term is (c * a[j])) and each
+ * of its m entries (state k_j = idx[j] - shift, coefficient a[j]).  Feature by feature, so the row
+ * of f in out is found once for all the entries; the entries go four at a time
+ * (a token carries one to four labels in a direction, as a rule).  Every entry of
+ * out receives its terms in the order of p, as entry by entry. */
+static inline void ssvm_chain_scatter(const int32_t *feats, const double *vals, ptrdiff_t n,
+                                      ptrdiff_t K, const int32_t *idx, ptrdiff_t shift,
+                                      const double *a, ptrdiff_t m, double c, double *out)
+{
+    for (ptrdiff_t j0 = 0; j0 < m; j0 += 4) {
+        const ptrdiff_t r = m - j0 < 4 ? m - j0 : 4;
+        const ptrdiff_t k0 = idx[j0] - shift, k1 = r > 1 ? idx[j0 + 1] - shift : 0,
+                        k2 = r > 2 ? idx[j0 + 2] - shift : 0,
+                        k3 = r > 3 ? idx[j0 + 3] - shift : 0;
+        double a0 = a[j0], a1 = r > 1 ? a[j0 + 1] : 0.0,
+               a2 = r > 2 ? a[j0 + 2] : 0.0, a3 = r > 3 ? a[j0 + 3] : 0.0;
+        if (vals == NULL) {
+            a0 *= c; a1 *= c; a2 *= c; a3 *= c;
+            switch (r) {
+            case 1:
+                for (ptrdiff_t p = 0; p < n; ++p) {
+                    double *row = out + (ptrdiff_t)feats[p] * K;
+                    row[k0] += a0;
+                }
+                break;
+            case 2:
+                for (ptrdiff_t p = 0; p < n; ++p) {
+                    double *row = out + (ptrdiff_t)feats[p] * K;
+                    row[k0] += a0; row[k1] += a1;
+                }
+                break;
+            case 3:
+                for (ptrdiff_t p = 0; p < n; ++p) {
+                    double *row = out + (ptrdiff_t)feats[p] * K;
+                    row[k0] += a0; row[k1] += a1; row[k2] += a2;
+                }
+                break;
+            default:
+                for (ptrdiff_t p = 0; p < n; ++p) {
+                    double *row = out + (ptrdiff_t)feats[p] * K;
+                    row[k0] += a0; row[k1] += a1; row[k2] += a2; row[k3] += a3;
+                }
+            }
+            continue;
+        }
+        for (ptrdiff_t p = 0; p < n; ++p) {
+            double *row = out + (ptrdiff_t)feats[p] * K;
+            const double v = c * vals[p];
+            row[k0] += v * a0;
+            if (r > 1) row[k1] += v * a1;
+            if (r > 2) row[k2] += v * a2;
+            if (r > 3) row[k3] += v * a3;
+        }
+    }
 }
 
 #endif
