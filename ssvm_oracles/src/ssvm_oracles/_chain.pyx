@@ -58,7 +58,7 @@ cdef extern from "_maxsum.h" nogil:
                               intp_t K)
     void ssvm_chain_scatter(const int32_t* feats, const float64_t* vals, intp_t n, intp_t K,
                             const int32_t* idx, intp_t shift, const float64_t* a, intp_t m,
-                            float64_t c, float64_t* out)
+                            float64_t* out, float64_t* out2, float64_t c2)
 
 
 cdef struct _Layout:
@@ -456,12 +456,8 @@ cdef class ChainOracle(MaxOracle):
                 j1 += 1
             p0 = x.ptr[t]
             ssvm_chain_scatter(x.idx + p0, NULL if x.val == NULL else x.val + p0,
-                               x.ptr[t + 1] - p0, K, idx + j, t * K, val + j, j1 - j, 1.0,
-                               out)
-            if out2 != NULL:
-                ssvm_chain_scatter(x.idx + p0, NULL if x.val == NULL else x.val + p0,
-                                   x.ptr[t + 1] - p0, K, idx + j, t * K, val + j, j1 - j,
-                                   c2, out2)
+                               x.ptr[t + 1] - p0, K, idx + j, t * K, val + j, j1 - j, out,
+                               out2, c2)
             for q in range(j, j1):
                 k = idx[q] - t * K
                 a = val[q]
