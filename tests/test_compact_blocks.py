@@ -369,8 +369,39 @@ def test_sparse_coordinates_with_zeros():
         np.testing.assert_allclose(out2, 1.0 - 2.0 * Ae, atol=1e-13)
 
 
+@pytest.mark.parametrize("binary", [False, True], ids=["gaussian", "binary"])
+def test_coord_add_sums_in_the_order_of_the_entries(binary):
+    """coord_add sweeps a token's features once for all its entries (four at a time):
+    every entry of w must receive its terms in the order of entry-by-entry adds, so
+    the result is bitwise that of adding the nonzeros one at a time (tokens with 1
+    to 9 labels in the direction; states spread so that rows are shared)."""
+    X, Y = _data(seed=7, n=6, max_length=6, n_states=9, n_features=5)
+    if binary:
+        X = [(x > 0.0).astype(float) for x in X]
+    _, compact = _oracles(X, Y, 9)
+    rng = np.random.default_rng(8)
+    for i in range(compact.n_blocks):
+        m = compact.coord_sizes()[i]
+        for density in (0.1, 0.4, 1.0):
+            e = rng.normal(size=m) * (rng.random(m) < density)
+            start = rng.normal(size=compact.n_features)
+            out, out2 = start.copy(), -start
+            compact.coord_add_py(i, e, out, out2, 0.3)
+            one, one2 = start.copy(), -start
+            for k in np.flatnonzero(e):
+                single = np.zeros(m)
+                single[k] = e[k]
+                compact.coord_add_py(i, single, one, one2, 0.3)
+            np.testing.assert_array_equal(out, one)
+            np.testing.assert_array_equal(out2, one2)
+            Ae = compact.coord_expand_py(i, e)
+            np.testing.assert_allclose(out, start + Ae, atol=1e-12)
+            np.testing.assert_allclose(out2, 0.3 * Ae - start, atol=1e-12)
+
+
 def test_gram_norm_of_a_long_direction():
-    """coord_sqnorm with more token-label entries than it keeps on the stack (64)."""
+    """coord_sqnorm with a longer workspace than it keeps on the stack (256 intp_t:
+    two per token-label entry and one per state)."""
     X, Y = _data(seed=4, n=3, max_length=40, n_states=4)
     _, compact = _oracles(X, Y, 4)
     rng = np.random.default_rng(6)
@@ -378,7 +409,7 @@ def test_gram_norm_of_a_long_direction():
         e = rng.normal(size=compact.coord_sizes()[i])      # every entry: up to 40 * 4
         Ae = compact.coord_expand_py(i, e)
         assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10)
-    assert max(len(y) for y in Y) * 4 > 64
+    assert 2 * max(len(y) for y in Y) * 4 + 4 > 256
 
 
 def test_a_pickle_without_a_mask_gets_one():

@@ -56,6 +56,9 @@ cdef extern from "_maxsum.h" nogil:
     void ssvm_axpy(float64_t alpha, const float64_t* x, float64_t* y, intp_t K)
     intp_t ssvm_maxsum_argmax(const float64_t* prev, const float64_t* trans, intp_t b,
                               intp_t K)
+    void ssvm_chain_scatter(const int32_t* feats, const float64_t* vals, intp_t n, intp_t K,
+                            const int32_t* idx, intp_t shift, const float64_t* a, intp_t m,
+                            float64_t* out, float64_t* out2, float64_t c2)
 
 
 cdef struct _Layout:
@@ -290,9 +293,9 @@ cdef void _write_theta(const _Layout* L, const float64_t* u, const float64_t* w,
 
 
 cdef enum:
-    # Token-label entries of a direction whose tokens and states coord_sqnorm
-    # keeps on the stack (more: malloc)
-    _SQNORM_STACK = 64
+    # Workspace of coord_sqnorm kept on the stack, in intp_t: 2 per token-label
+    # entry of the direction and 1 per state (more: malloc)
+    _SQNORM_STACK = 256
     # Longest sequence whose Gram is precomputed (see the module docstring)
     _GRAM_MAX_TOKENS = 256
 
@@ -437,38 +440,44 @@ cdef class ChainOracle(MaxOracle):
 
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
-        """out += A_i e (and out2 += c2 A_i e) in one sweep over e's entries: a
-        token-label entry (t, k) adds to state k's emission row of each of token
-        t's features, as ``_unaries`` reads them, and to bias (start, end)."""
+        """out += A_i e (and out2 += c2 A_i e), token by token: the entries of one
+        token (a run of e's increasing indices) add to their states' emission rows
+        in one sweep over the token's features (``ssvm_chain_scatter``), so a
+        feature's row is found once for all of them; then bias (start, end), then
+        the transitions.  Every entry of out receives the same terms in the same
+        order as entry by entry."""
         cdef _Tokens x = self._tokens(i)
-        cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, t = 0, j, k, p, g
+        cdef intp_t K = self.L.K, TK = x.T * self.L.K, t = 0, j = 0, j1, q, k, g, p0
         cdef float64_t a
-        for j in range(nnz):
-            a = val[j]
-            if idx[j] >= TK:                    # a transition: its own entry of w
-                g = self.L.off_trans + idx[j] - TK
-                out[g] += a
-                if out2 != NULL:
-                    out2[g] += c2 * a
-                continue
+        while j < nnz and idx[j] < TK:
             t = _token_of(idx[j], K, t)
-            k = idx[j] - t * K
-            for p in range(x.ptr[t], x.ptr[t + 1]):
-                g = x.idx[p] * K + k
-                out[g] += _value(&x, p) * a
+            j1 = j + 1
+            while j1 < nnz and idx[j1] < (t + 1) * K:
+                j1 += 1
+            p0 = x.ptr[t]
+            ssvm_chain_scatter(x.idx + p0, NULL if x.val == NULL else x.val + p0,
+                               x.ptr[t + 1] - p0, K, idx + j, t * K, val + j, j1 - j, out,
+                               out2, c2)
+            for q in range(j, j1):
+                k = idx[q] - t * K
+                a = val[q]
+                out[self.L.off_bias + k] += a
+                if t == 0:
+                    out[self.L.off_start + k] += a
+                if t == x.T - 1:
+                    out[self.L.off_end + k] += a
                 if out2 != NULL:
-                    out2[g] += c2 * _value(&x, p) * a
-            out[self.L.off_bias + k] += a
+                    out2[self.L.off_bias + k] += c2 * a
+                    if t == 0:
+                        out2[self.L.off_start + k] += c2 * a
+                    if t == x.T - 1:
+                        out2[self.L.off_end + k] += c2 * a
+            j = j1
+        for q in range(j, nnz):                 # transitions: their own entries of w
+            g = self.L.off_trans + idx[q] - TK
+            out[g] += val[q]
             if out2 != NULL:
-                out2[self.L.off_bias + k] += c2 * a
-            if t == 0:
-                out[self.L.off_start + k] += a
-                if out2 != NULL:
-                    out2[self.L.off_start + k] += c2 * a
-            if t == T - 1:
-                out[self.L.off_end + k] += a
-                if out2 != NULL:
-                    out2[self.L.off_end + k] += c2 * a
+                out2[g] += c2 * val[q]
         return 0
 
     def __reduce__(self):
@@ -507,37 +516,49 @@ cdef class ChainOracle(MaxOracle):
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:
         """sum over token-label entries (t, k), (s, k) of one state of
-        G[t, s] e[t, k] e[s, k], plus the transitions' squares: O(n_tok^2) for
-        the n_tok token-label entries (``_sqnorm_by_rows`` for a sequence
-        without a stored Gram)."""
+        G[t, s] e[t, k] e[s, k], plus the transitions' squares (``_sqnorm_by_rows``
+        for a sequence without a stored Gram).  Each entry is linked to the next
+        entry of its state, so the pairs cost O(n_tok + K + same-state pairs) for
+        the n_tok token-label entries, not O(n_tok^2)."""
         cdef intp_t T = self.seq_ptr[i + 1] - self.seq_ptr[i], K = self.L.K, TK = T * K
-        cdef intp_t j, j2, t = 0, n_tok = 0
+        cdef intp_t j, j2, k, t = 0, n_tok = 0
         cdef const float64_t* G
         cdef const float64_t* Gt
         cdef float64_t total = 0.0, cross = 0.0, row
-        cdef intp_t small[2 * _SQNORM_STACK]
-        cdef intp_t* tk = small                 # token of entry j at 2 j, state at 2 j + 1
+        cdef intp_t small[_SQNORM_STACK]
+        cdef intp_t* work = small
+        cdef intp_t* tok                        # the token of entry j
+        cdef intp_t* nxt                        # the next entry of its state (-1: none)
+        cdef intp_t* last                       # per state, its first entry seen from the end
         if self._gram_ptr[i + 1] == self._gram_ptr[i]:      # no stored Gram
             return self._sqnorm_by_rows(i, idx, val, nnz)
         while n_tok < nnz and idx[n_tok] < TK:
             n_tok += 1
-        if n_tok > _SQNORM_STACK:
-            tk = <intp_t*> checked_malloc(2 * n_tok * sizeof(intp_t), "Gram norm workspace")
+        if 2 * n_tok + K > _SQNORM_STACK:
+            work = <intp_t*> checked_malloc((2 * n_tok + K) * sizeof(intp_t),
+                                            "Gram norm workspace")
+        tok, nxt, last = work, work + n_tok, work + 2 * n_tok
+        for k in range(K):
+            last[k] = -1
         for j in range(n_tok):
             t = _token_of(idx[j], K, t)
-            tk[2 * j] = t
-            tk[2 * j + 1] = idx[j] - t * K
+            tok[j] = t
+        for j in range(n_tok - 1, -1, -1):
+            k = idx[j] - tok[j] * K
+            nxt[j] = last[k]
+            last[k] = j
         G = &self._grams[self._gram_ptr[i]]
         for j in range(n_tok):
-            Gt = G + tk[2 * j] * T
-            total += Gt[tk[2 * j]] * val[j] * val[j]
+            Gt = G + tok[j] * T
+            total += Gt[tok[j]] * val[j] * val[j]
             row = 0.0
-            for j2 in range(j + 1, n_tok):      # the same state at a later token
-                if tk[2 * j2 + 1] == tk[2 * j + 1]:
-                    row += Gt[tk[2 * j2]] * val[j2]
+            j2 = nxt[j]
+            while j2 >= 0:                      # the same state at a later token
+                row += Gt[tok[j2]] * val[j2]
+                j2 = nxt[j2]
             cross += row * val[j]
-        if tk != small:
-            free(tk)
+        if work != small:
+            free(work)
         total += 2.0 * cross
         for j in range(n_tok, nnz):
             total += val[j] * val[j]
