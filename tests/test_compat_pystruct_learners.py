@@ -120,6 +120,70 @@ def test_one_slack_restricted_qp_matches_a_general_solver():
     assert ws.dual(None) >= -best.fun - 1e-9
 
 
+def test_n_slack_restricted_qp_matches_the_primal_qp_by_a_general_solver():
+    """The active-set solve over one simplex per example reaches the optimum of the restricted
+    primal QP (w, xi) that SciPy's SLSQP finds: strong duality, w(beta) = the primal w."""
+    from scipy.optimize import minimize
+
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(1)
+    n, d, C = 4, 3, 2.0
+    ws = WorkingSet(n_samples=n, n_features=d, scale=C, n_groups=n)
+    for k in range(10):
+        ws.add(rng.normal(size=d), float(rng.uniform(0.5, 1.5)), k % n)
+    ws.solve(1e-12)
+    sums = np.bincount(ws.group, weights=ws.beta)
+    assert ws.beta.min() >= 0 and np.allclose(sums, C)
+    assert ws.restricted_gap(None) <= 1e-9
+    # the primal: min ||w||^2 / 2 + C sum_i xi_i, xi_i >= L_k - <w, g_k> (k of example i), >= 0
+    cons = [{"type": "ineq", "fun": lambda v, k=k: v[d + ws.group[k]] - ws.L[k] + ws.g[k] @ v[:d]}
+            for k in range(len(ws.L))]
+    start = np.concatenate([np.zeros(d), np.bincount(ws.group, weights=ws.L) + 1.0])
+    best = minimize(lambda v: 0.5 * v[:d] @ v[:d] + C * v[d:].sum(), start,
+                    method="SLSQP", constraints=cons, options={"ftol": 1e-12, "maxiter": 1000})
+    # SLSQP's point is feasible up to rounding (its status may report the line search stalling)
+    assert min(c["fun"](best.x) for c in cons) >= -1e-8
+    assert ws.dual(None) == pytest.approx(best.fun, rel=1e-7)
+    np.testing.assert_allclose(ws.weights(None), best.x[:d], atol=1e-5)
+
+
+def test_n_slack_cutting_plane_and_frank_wolfe_reach_the_same_certified_optimum():
+    X, Y = binary_data(n=50, seed=2)
+    C, tol = 10.0, 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        cp = NSlackSSVM(BinaryClf(), C=C, tol=tol, batch_size=-1).fit(X, Y)
+        fw = FrankWolfeSSVM(BinaryClf(), C=C, tol=tol, max_iter=100000).fit(X, Y)
+    scale = C * len(X)
+    assert cp.exact_ and cp.duality_gap_ <= tol * scale
+    p_cp, p_fw = hinge_primal(X, Y, cp.w, C), hinge_primal(X, Y, fw.w, C)
+    assert cp.primal_objective_curve_[-1] == pytest.approx(p_cp, rel=1e-9)
+    assert p_cp - cp.objective_curve_[-1] == pytest.approx(cp.duality_gap_)
+    # each primal is within its own certificate of the optimum, so they are within both
+    assert abs(p_cp - p_fw) <= cp.duality_gap_ + fw.duality_gap_ + 1e-9
+    # one batch: every iteration's oracle pass is at one w, a certificate each time
+    assert all(rec["gap"] is not None and rec["gap"] >= 0 for rec in cp.history_)
+    assert max(cp.objective_curve_) <= min(cp.primal_objective_curve_) + 1e-9
+    # pystruct's stop: the last iteration added no constraint (pystruct's count of them)
+    assert len(cp.history_) - 1 <= cp.max_iter
+    assert sum(len(c) for c in cp.constraints_) + len(X) == cp.history_[-1]["constraints"]
+
+
+def test_n_slack_batches_and_pruning():
+    X, Y = multiclass_data(n=40)
+    svm = NSlackSSVM(MultiClassClf(), C=10.0, tol=1e-4, batch_size=7, inactive_window=2)
+    svm.fit(X, Y)
+    assert svm.exact_ and svm.duality_gap_ <= 1e-4 * 10.0 * 40
+    # several batches: the per-iteration points saw several w (no certificate), the final one is
+    assert all(rec["gap"] is None for rec in svm.history_[:-1])
+    assert svm.history_[-1]["gap"] == pytest.approx(svm.duality_gap_)
+    ws = svm.working_set_
+    assert np.allclose(np.bincount(ws.group, weights=ws.beta), 10.0) and ws.beta.min() >= 0
+    with pytest.raises(ValueError, match="batch_size"):
+        NSlackSSVM(MultiClassClf(), batch_size=0).fit(X, Y)
+
+
 def test_one_slack_pruning_and_constraints_():
     """inactive_window=0 keeps one constraint per iteration (and the ground truth); pruning
     drops unused ones, and both runs are certified at the same optimum."""
