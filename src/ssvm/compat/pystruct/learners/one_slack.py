@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ssvm_core._batch import Answers
 
@@ -230,6 +231,11 @@ class WorkingSet:
         joins it.  Pairwise Frank-Wolfe steps then polish beta until the restricted
         gap is <= ``tol`` (the ridge, rounding).
         """
+        # the KKT systems have a few hundred rows: BLAS threads only contend for the cores
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._active_set(tol)
+
+    def _active_set(self, tol: float) -> int:
         beta, G, L, s, group = self.beta, self.gram, self.L, self.scale, self.group
         K, q = L.shape[0], self.n_groups
         ridge = RIDGE * max(float(np.max(np.diag(G))), 1e-300)
