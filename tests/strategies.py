@@ -169,3 +169,18 @@ def atom_psi(state, oracle, i: int) -> np.ndarray:
     m = int(state.block_ptr[i + 1] - state.block_ptr[i])
     return np.array([oracle.coord_expand_py(i, q)
                      for q in state.atoms.psi_matrix(i, m)]).reshape(-1, state.n_features)
+
+
+def sparse_token_chains(seed: int = 1, n: int = 10, n_features: int = 30):
+    """Chains whose tokens have a few active attributes each (as in CoNLL): ``(X, Y)``,
+    4 labels, 1 to 6 tokens a sequence, 3 active features a token."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        T = int(rng.integers(1, 7))
+        x = np.zeros((T, n_features))
+        for t in range(T):
+            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
+        X.append(x)
+        Y.append(rng.integers(0, 4, size=T))
+    return X, Y

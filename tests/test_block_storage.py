@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from strategies import sparse_token_chains
 
 from ssvm_core import SolverState, solve
 from ssvm_core._storage import (
@@ -20,22 +21,8 @@ from ssvm_oracles import ChainModel
 STORES = {"dense": DenseStore, "sparse": SparseStore, "compact": CompactStore}
 
 
-def _tokens(seed=1, n=10, n_features=30):
-    """Sequences of a few active token attributes each (CoNLL-like: sparse blocks)."""
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n):
-        T = int(rng.integers(1, 7))
-        x = np.zeros((T, n_features))
-        for t in range(T):
-            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
-        X.append(x)
-        Y.append(rng.integers(0, 4, size=T))
-    return X, Y
-
-
 def _trained(blocks, **kw):
-    oracle = ChainModel(4, blocks=blocks).bind(*_tokens())
+    oracle = ChainModel(4, blocks=blocks).bind(*sparse_token_chains())
     return oracle, solve(oracle, 0.1, max_passes=3, random_state=0, **kw).state
 
 
@@ -123,7 +110,7 @@ def test_store_arrays_are_checked_before_use():
 
 
 def test_a_store_says_how_an_oracle_layout_differs():
-    X, Y = _tokens()
+    X, Y = sparse_token_chains()
     dense = SolverState.for_oracle(ChainModel(4, blocks="dense").bind(X, Y), 0.1)
     compact = SolverState.for_oracle(ChainModel(4, blocks="compact").bind(X, Y), 0.1)
     sparse_oracle = ChainModel(4, blocks="sparse").bind(X, Y)

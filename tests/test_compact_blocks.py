@@ -9,6 +9,7 @@ certified gap must equal primal minus dual computed independently.
 
 import numpy as np
 import pytest
+from strategies import sparse_token_chains
 
 from ssvm_core import SolverState, solve
 from ssvm_core.testing import check_gaps
@@ -25,27 +26,13 @@ def _oracles(X, Y, n_states=3):
             ChainModel(n_states, blocks="compact").bind(X, Y))
 
 
-def _sparse_tokens(seed=1, n=10, n_features=30):
-    """Sequences of sparse token features (a few active attributes each), as in CoNLL."""
-    rng = np.random.default_rng(seed)
-    X, Y = [], []
-    for _ in range(n):
-        T = int(rng.integers(1, 7))
-        x = np.zeros((T, n_features))
-        for t in range(T):
-            x[t, rng.choice(n_features, size=3, replace=False)] = rng.random(3) + 0.5
-        X.append(x)
-        Y.append(rng.integers(0, 4, size=T))
-    return X, Y
-
-
 def _binary_tokens(seed=2):
     """OCR-like 0/1 pixels: the chain then never reads its feature values."""
     X, Y = _data(seed, n_features=6)
     return [(x > 0.0).astype(float) for x in X], Y
 
 
-@pytest.mark.parametrize("data", [_data(), _sparse_tokens(), _binary_tokens()],
+@pytest.mark.parametrize("data", [_data(), sparse_token_chains(), _binary_tokens()],
                          ids=["gaussian", "sparse", "binary"])
 def test_chain_basis_identities(data):
     """A_i q = psi, <e, A_i^T w> = <A_i e, w>, ||A_i e||^2 by the Gram matrix."""
@@ -250,6 +237,62 @@ def test_the_mask_covers_every_nonzero_and_the_atoms(kw):
             assert np.all(marked[used]), f"block {i}: an atom's coordinate is not marked"
     # The marks are what the corners touched, not every coordinate.
     assert sum(m.sum() for m in marks) < state.block_values.size
+    _assert_lists_are_the_marks(state)
+
+
+def _assert_lists_are_the_marks(state):
+    """The coordinate list a step walks is exactly the block's mask bits, increasing."""
+    assert state.blocks.walks_lists
+    for i, marked in enumerate(_mask_bits(state)):
+        lst = state.blocks.marked(i)
+        assert lst.dtype == np.int32
+        np.testing.assert_array_equal(lst, np.flatnonzero(marked), err_msg=f"block {i}")
+
+
+def test_the_coordinate_lists_follow_copies_pickles_and_loads(tmp_path):
+    import pickle
+
+    X, Y = _data(n=10, max_length=6, n_states=5)
+    _, oracle = _oracles(X, Y, 5)
+    state = solve(oracle, 0.1, step="pairwise", max_passes=4, random_state=0).state
+    state.save(tmp_path / "state.npz")
+    for s in (state, state.copy(), pickle.loads(pickle.dumps(state)),
+              SolverState.load(tmp_path / "state.npz")):
+        _assert_lists_are_the_marks(s)
+    mask = state.block_mask.copy()
+    mask[state.block_mask_ptr[:-1]] |= np.uint64(1 << 3)   # coordinate 3 of every block
+    state.blocks.set_mask(mask)
+    _assert_lists_are_the_marks(state)
+    with pytest.raises(IndexError, match="block 10"):
+        state.blocks.marked(10)
+    # the lists take at most two int32 per marked coordinate and a header per block
+    extra = state.blocks.nbytes - sum(a.nbytes for a in (
+        state.block_values, state.block_ptr, state.block_mask, state.block_mask_ptr))
+    n_marked = sum(m.sum() for m in _mask_bits(state))
+    assert 4 * n_marked <= extra - 24 * state.n_blocks <= 8 * n_marked
+
+
+@pytest.mark.parametrize("kw", [{}, {"step": "pairwise", "sampling": "gap"},
+                                {"step": "away", "averaging": True}],
+                         ids=["bcfw", "pairwise-gap", "away-avg"])
+def test_walking_the_lists_or_the_mask_gives_the_same_iterates(kw):
+    """The lists hold the mask's coordinates in the mask's order, so a run that
+    falls back to the mask's bits (a list that could not grow) is bit for bit the
+    same."""
+    X, Y = _data(n=10, max_length=6, n_states=5)
+    _, oracle = _oracles(X, Y, 5)
+    runs = []
+    for walk_masks in (False, True):
+        state = solve(oracle, 0.1, max_passes=2, random_state=0, **kw).state
+        if walk_masks:
+            state.blocks._walk_masks()
+            assert not state.blocks.walks_lists
+            np.testing.assert_array_equal(state.blocks.marked(0),
+                                          np.flatnonzero(_mask_bits(state)[0]))
+        runs.append(solve(oracle, 0.1, max_passes=6, random_state=1, state=state, **kw))
+    np.testing.assert_array_equal(runs[0].w, runs[1].w)
+    np.testing.assert_array_equal(runs[0].state.block_values, runs[1].state.block_values)
+    np.testing.assert_array_equal(runs[0].state.block_mask, runs[1].state.block_mask)
 
 
 def test_extra_marks_do_not_change_the_iterates():
@@ -261,11 +304,13 @@ def test_extra_marks_do_not_change_the_iterates():
     for fill in (False, True):
         state = SolverState.for_oracle(oracle, 0.1, active_sets=True)
         if fill:
+            mask = state.block_mask.copy()
             for i, marked in enumerate(_mask_bits(state)):
-                words = state.block_mask[state.block_mask_ptr[i]:state.block_mask_ptr[i + 1]]
+                words = mask[state.block_mask_ptr[i]:state.block_mask_ptr[i + 1]]
                 bits = np.zeros(64 * words.size, dtype=np.uint8)
                 bits[:marked.size] = 1
                 words[:] = np.packbits(bits, bitorder="little").view(np.uint64)
+            state.blocks.set_mask(mask)
         runs.append(solve(oracle, 0.1, step="pairwise", max_passes=5, random_state=0,
                           state=state))
     np.testing.assert_array_equal(runs[0].w, runs[1].w)
@@ -296,7 +341,9 @@ def test_a_mask_missing_a_nonzero_is_caught():
     X, Y = _data()
     _, oracle = _oracles(X, Y)
     state = solve(oracle, 0.1, max_passes=3, random_state=0).state
-    state.block_mask[:] = 0
+    with pytest.raises(ValueError, match="read-only"):
+        state.block_mask[0] = 0
+    state.blocks.set_mask(np.zeros_like(state.block_mask))
     with pytest.raises(ValueError, match="block_mask misses"):
         state.check()
 
@@ -304,7 +351,7 @@ def test_a_mask_missing_a_nonzero_is_caught():
 def test_sparse_coordinates_with_zeros():
     """The oracle's sparse coordinate routines on directions with many zeros (a
     step's case), against the dense expansion."""
-    X, Y = _sparse_tokens()
+    X, Y = sparse_token_chains()
     K = int(max(y.max() for y in Y)) + 1
     _, compact = _oracles(X, Y, K)
     rng = np.random.default_rng(5)

@@ -12,7 +12,11 @@
 #   of the block brings into a frame is marked there first (``frame``,
 #   ``mark``), and a step reads and writes only the marked ones.  Marks only
 #   accumulate, so the mask stays a superset of the block's nonzeros; it is
-#   rebuilt from the values and the atoms when a state is loaded.
+#   rebuilt from the values and the atoms when a state is loaded.  Beside the
+#   mask each block keeps the same coordinates as a packed increasing list
+#   (CoordList), which a step walks without a branch per coordinate; the mask
+#   answers "already marked?" in ``mark``.  The lists are derived from the
+#   mask (rebuilt with it, never saved).
 #
 # A step works in the block's frame: a corner (or atom) is seen as a vector s
 # of ``frame_scratch`` (dense length d for dense and sparse stores, block
@@ -62,6 +66,14 @@ cdef struct Formed:
     int32_t* x_idx
     float64_t* x_val
     intp_t x_nnz
+
+
+cdef struct CoordList:
+    # A compact block's marked coordinates, increasing (the mask's set bits):
+    # n of them in idx, room for cap.
+    int32_t* idx
+    intp_t n
+    intp_t cap
 
 
 cdef class DirectionBuffer:
@@ -138,6 +150,8 @@ cdef class CompactStore(BlockStore):
     cdef const intp_t* _mask_ptr
     cdef uint64_t[::1] _mask_view
     cdef const intp_t[::1] _mask_ptr_view
+    cdef CoordList* _lists          # one per block (NULL: walk the mask's bits instead)
 
+    cdef void _drop_lists(self) noexcept nogil
     cdef intp_t _form(self, intp_t i, float64_t a, const float64_t* s, float64_t c,
                       Direction* e) noexcept nogil

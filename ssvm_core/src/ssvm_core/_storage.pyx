@@ -13,6 +13,7 @@ import numpy as np
 
 from libc.math cimport NAN
 from libc.stdint cimport uint8_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, realloc
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
@@ -20,6 +21,9 @@ from ssvm_core._atoms cimport ActiveSets, BlockAtoms, atom_clear, atom_scatter, 
 from ssvm_core._blocks cimport Primal, apply_delta, clear_psi, clip, corner_dense
 from ssvm_core._linesearch cimport Breakpoint, box_search
 from ssvm_core._vector cimport dot as vdot, dot_gather, ssvm_ctz64, ssvm_prefetch
+
+cdef extern from *:
+    int ssvm_popcount64 "__builtin_popcountll"(uint64_t x) noexcept nogil
 
 STORAGES = ("dense", "sparse", "compact")
 
@@ -756,9 +760,10 @@ cdef class SparseStore(DenseStore):
 cdef class CompactStore(BlockStore):
     """Block i keeps coordinates b_i with w_i = A_i b_i in the oracle's block basis.
 
-    The values are read-only to Python: the kernels keep them in step with the
-    mask.  What involves the features (``block_vector``, ``block_inner``,
-    ``total``) needs the oracle (``basis``).
+    The values and the mask are read-only to Python: the kernels keep them in step
+    with the coordinate lists (``set_mask`` replaces a mask).  What involves the
+    features (``block_vector``, ``block_inner``, ``total``) needs the oracle
+    (``basis``).
     """
 
     storage = "compact"
@@ -766,6 +771,9 @@ cdef class CompactStore(BlockStore):
     def __init__(self, intp_t n_blocks, intp_t n_features, values, ptr, support=None):
         super().__init__(n_blocks, n_features, values, ptr, None)
         self.index(None)
+
+    def __dealloc__(self):
+        self._drop_lists()
 
     def _set_mask(self, mask, mask_ptr):
         self.mask = np.ascontiguousarray(mask, dtype=np.uint64)
@@ -775,6 +783,82 @@ cdef class CompactStore(BlockStore):
         self._mask = &self._mask_view[0]
         self._mask_ptr = &self._mask_ptr_view[0]
         self.values.flags.writeable = False
+        self.mask.flags.writeable = False      # set_mask rebuilds the lists, a write would not
+        self._build_lists()
+
+    def _build_lists(self) -> None:
+        """Every block's coordinate list from its mask bits (in increasing order)."""
+        cdef intp_t i, q, n
+        cdef uint64_t bits
+        cdef CoordList* lst
+        self._drop_lists()
+        lists = <CoordList*> calloc(max(self.n_blocks, 1), sizeof(CoordList))
+        if lists == NULL:
+            raise MemoryError("no memory for the compact blocks' coordinate lists")
+        self._lists = lists
+        for i in range(self.n_blocks):
+            lst = &self._lists[i]
+            n = 0
+            for q in range(self._mask_ptr[i], self._mask_ptr[i + 1]):
+                n += ssvm_popcount64(self._mask[q])
+            if n == 0:
+                continue
+            lst.idx = <int32_t*> malloc(n * sizeof(int32_t))
+            if lst.idx == NULL:
+                self._drop_lists()
+                raise MemoryError("no memory for the compact blocks' coordinate lists")
+            lst.cap = n
+            for q in range(self._mask_ptr[i + 1] - self._mask_ptr[i]):
+                bits = self._mask[self._mask_ptr[i] + q]
+                while bits:
+                    lst.idx[lst.n] = <int32_t> ((q << 6) + ssvm_ctz64(bits))
+                    lst.n += 1
+                    bits &= bits - 1
+
+    cdef void _drop_lists(self) noexcept nogil:
+        """Free the coordinate lists: the steps walk the mask's bits from then on
+        (what ``mark`` does when a list cannot grow)."""
+        cdef intp_t i
+        if self._lists == NULL:
+            return
+        for i in range(self.n_blocks):
+            free(self._lists[i].idx)
+        free(self._lists)
+        self._lists = NULL
+
+    def marked(self, intp_t i):
+        """Block i's marked coordinates, increasing (its list; from the mask when the
+        steps walk masks)."""
+        if not 0 <= i < self.n_blocks:
+            raise IndexError(f"block {i} is not in [0, {self.n_blocks})")
+        if self._lists == NULL:
+            words = self.mask[self.mask_ptr[i]:self.mask_ptr[i + 1]]
+            bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+            return np.flatnonzero(bits).astype(np.int32)
+        return np.array(<int32_t[:self._lists[i].n]> self._lists[i].idx
+                        if self._lists[i].n else np.zeros(0, np.int32))
+
+    def _walk_masks(self) -> None:
+        """Drop the coordinate lists, as ``mark`` does when one cannot grow: the
+        steps walk the mask's bits from then on (same iterates; for tests)."""
+        self._drop_lists()
+
+    @property
+    def walks_lists(self) -> bool:
+        """Whether the steps walk the blocks' coordinate lists (False only after
+        a list could not grow: they walk the mask's bits then, as fast as before)."""
+        return self._lists != NULL
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the block arrays, the mask and the coordinate lists (at most
+        two int32 per marked coordinate and a 24-byte header per block)."""
+        cdef intp_t i, lists = 0
+        if self._lists != NULL:
+            lists = self.n_blocks * sizeof(CoordList)
+            for i in range(self.n_blocks):
+                lists += self._lists[i].cap * sizeof(int32_t)
+        return BlockStore.nbytes.__get__(self) + int(lists)
 
     def set_mask(self, mask) -> None:
         mask = np.array(mask, dtype=np.uint64)
@@ -952,12 +1036,41 @@ cdef class CompactStore(BlockStore):
         at increasing coordinates, into e.idx and e.val; returns how many.
 
         With a = 0 (a pairwise step's direction) the block's values are not read.
+        The block's coordinate list is walked without a branch per coordinate:
+        every entry is written and the count advances only past nonzero ones.
         """
         cdef const float64_t* wi = self._values + self._ptr[i]
         cdef const uint64_t* words = self._mask + self._mask_ptr[i]
-        cdef intp_t q, k, nnz = 0
+        cdef const int32_t* coords
+        cdef intp_t q, k, n, nnz = 0
         cdef uint64_t bits
         cdef float64_t ek
+        if self._lists != NULL:
+            coords, n = self._lists[i].idx, self._lists[i].n
+            if a == 0.0:
+                if s == NULL:
+                    return 0
+                for q in range(n):
+                    k = coords[q]
+                    ek = c * s[k]
+                    e.idx[nnz] = <int32_t> k
+                    e.val[nnz] = ek
+                    nnz += ek != 0.0
+            elif s == NULL:
+                for q in range(n):
+                    k = coords[q]
+                    ek = a * wi[k]
+                    e.idx[nnz] = <int32_t> k
+                    e.val[nnz] = ek
+                    nnz += ek != 0.0
+            else:
+                for q in range(n):
+                    k = coords[q]
+                    ek = a * wi[k] + c * s[k]
+                    e.idx[nnz] = <int32_t> k
+                    e.val[nnz] = ek
+                    nnz += ek != 0.0
+            return nnz
         for q in range(self._mask_ptr[i + 1] - self._mask_ptr[i]):
             bits = words[q]
             while bits:
@@ -1036,12 +1149,18 @@ cdef class CompactStore(BlockStore):
 
     cdef float64_t dot(self, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil:
-        """<w_i, w> = <b_i, theta> with theta = A_i^T w, over the block's mask."""
+        """<w_i, w> = <b_i, theta> with theta = A_i^T w, over the block's marked
+        coordinates (in increasing order)."""
         cdef const float64_t* wi = self._values + self._ptr[i]
         cdef const uint64_t* words = self._mask + self._mask_ptr[i]
         cdef intp_t q, k
         cdef uint64_t bits
         cdef float64_t acc = 0.0
+        if self._lists != NULL:
+            for q in range(self._lists[i].n):
+                k = self._lists[i].idx[q]
+                acc += wi[k] * theta[k]
+            return acc
         for q in range(self._mask_ptr[i + 1] - self._mask_ptr[i]):
             bits = words[q]
             while bits:
@@ -1065,11 +1184,49 @@ cdef class CompactStore(BlockStore):
             s[c.coord_idx[k]] = 0.0
 
     cdef void mark(self, intp_t i, const int32_t* idx, intp_t nnz) noexcept nogil:
-        """Mark block i's coordinates idx as possibly nonzero."""
+        """Mark block i's coordinates idx as possibly nonzero.
+
+        The new ones are appended to the block's list, which is then put back in
+        increasing order by insertion (a corner brings few new coordinates once
+        the block has settled, usually none).  A list grows by doubling, up to
+        the block's size; when it cannot grow, every list is dropped and the
+        steps walk the mask from then on.
+        """
         cdef uint64_t* words = self._mask + self._mask_ptr[i]
-        cdef intp_t q
+        cdef CoordList* lst = NULL
+        cdef intp_t q, j, n0 = 0, cap
+        cdef int32_t k
+        cdef uint64_t bit
+        cdef int32_t* grown
+        if self._lists != NULL:
+            lst = &self._lists[i]
+            n0 = lst.n
         for q in range(nnz):
-            words[idx[q] >> 6] |= (<uint64_t> 1) << (idx[q] & 63)
+            k = idx[q]
+            bit = (<uint64_t> 1) << (k & 63)
+            if words[k >> 6] & bit:
+                continue
+            words[k >> 6] |= bit
+            if self._lists == NULL:
+                continue
+            if lst.n == lst.cap:
+                cap = min(max(2 * lst.cap, 8), self._ptr[i + 1] - self._ptr[i])
+                grown = <int32_t*> realloc(lst.idx, cap * sizeof(int32_t))
+                if grown == NULL:
+                    self._drop_lists()
+                    continue
+                lst.idx, lst.cap = grown, cap
+            lst.idx[lst.n] = k
+            lst.n += 1
+        if self._lists == NULL:
+            return
+        for q in range(n0, lst.n):
+            k = lst.idx[q]
+            j = q
+            while j > 0 and lst.idx[j - 1] > k:
+                lst.idx[j] = lst.idx[j - 1]
+                j -= 1
+            lst.idx[j] = k
 
     cdef const float64_t* atom_frame(self, MaxOracle oracle, intp_t i, const float64_t* w,
                                      float64_t* theta) except? NULL nogil:
@@ -1112,12 +1269,21 @@ cdef class CompactStore(BlockStore):
         A compact block's few nonzeros are scattered over its coordinates, so a
         step's reads of them wait on memory one line at a time; a kernel calls
         this before the block's oracle call, which then hides the wait.  The
-        mask words are read here: ask for them a step earlier (``prefetch_mask``).
+        coordinate list is read here: ask for it a step earlier (``prefetch_mask``).
+        The mask, which ``mark`` reads after the oracle call, is asked for too.
         """
         cdef const float64_t* wi = self._values + self._ptr[i]
         cdef const uint64_t* words = self._mask + self._mask_ptr[i]
         cdef intp_t q, k, line = -1
         cdef uint64_t bits
+        if self._lists != NULL:
+            ssvm_prefetch(words, 8 * (self._mask_ptr[i + 1] - self._mask_ptr[i]))
+            for q in range(self._lists[i].n):
+                k = self._lists[i].idx[q]
+                if k >> 3 != line:              # 8 doubles to a 64-byte line
+                    line = k >> 3
+                    ssvm_prefetch(wi + k, 8)
+            return
         for q in range(self._mask_ptr[i + 1] - self._mask_ptr[i]):
             bits = words[q]
             while bits:
@@ -1128,6 +1294,10 @@ cdef class CompactStore(BlockStore):
                     ssvm_prefetch(wi + k, 8)
 
     cdef void prefetch_mask(self, intp_t i) noexcept nogil:
+        """Ask for block i's coordinate list (its mask when the steps walk masks)."""
+        if self._lists != NULL:
+            ssvm_prefetch(self._lists[i].idx, 4 * self._lists[i].n)
+            return
         ssvm_prefetch(self._mask + self._mask_ptr[i],
                       8 * (self._mask_ptr[i + 1] - self._mask_ptr[i]))
 

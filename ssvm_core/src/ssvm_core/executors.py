@@ -44,7 +44,8 @@ from ssvm_core._oracle import MaxOracle
 from ssvm_core.exceptions import WorkersLostError
 from ssvm_core.parallel import effective_n_jobs
 
-__all__ = ["DaskExecutor", "Executor", "SerialExecutor", "ThreadExecutor", "resolve_executor"]
+__all__ = ["Answers", "DaskExecutor", "Executor", "SerialExecutor", "ThreadExecutor",
+           "resolve_executor"]
 
 
 class Executor(ABC):

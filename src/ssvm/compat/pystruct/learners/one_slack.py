@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ssvm_core._batch import Answers
+from ssvm_core.executors import Answers
 
 #: share of the outer tolerance given to the inner solver's gap
 INNER_SHARE = 0.25
