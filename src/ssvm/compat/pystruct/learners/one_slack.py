@@ -29,9 +29,10 @@ tolerance, so the rest of the outer gap comes from constraints not yet found, as
 
 ``WorkingSet`` also holds the n-slack problem (Tsochantaridis et al., 2005) that
 ``NSlackSSVM`` solves: one simplex of size C per example instead of one of size C n (each
-example's ground truth, ``g = 0``, ``L = 0``, carries its slack), with one multiplier per
-example in the active-set method's KKT systems and the pairwise steps taken in the example of
-the largest gap.
+example's ground truth, ``g = 0``, ``L = 0``, carries its slack); the active-set method works
+in the coordinates the simplices leave free (its Newton systems have a row per supported
+constraint beyond one per example, not one per example) and the pairwise steps are taken in
+the example of the largest gap.
 """
 
 from __future__ import annotations
@@ -277,17 +278,21 @@ class WorkingSet:
 
         A primal active-set method on ``min 1/2 beta' gram beta - L' beta`` over the product of
         simplices, from the current beta, in the coordinates left free by the simplices: each
-        group keeps its supported constraint of the largest weight as its reference, and a
-        step moves weight between the group's other supported constraints and its reference,
-        so the Newton system has one row per supported constraint beyond one per group (a
-        group whose only supported constraint is its ground truth, or whose weight sits on
-        one constraint, adds none; the system is the Gram matrix of the differences
-        ``g_k - g_ref``, with a ridge of ``RIDGE`` times the largest diagonal entry of the
-        Gram matrix, as that of a few features is singular).  A step toward the Newton
-        system's solution stops where a weight reaches 0 (which leaves the support), and
-        the constraint whose gradient is the most above its group's reference joins it.
-        Pairwise Frank-Wolfe steps then polish beta until the restricted gap is <= ``tol``
-        (the ridge, rounding).
+        group has a reference among its supported constraints (its ground truth if supported,
+        else its heaviest), and a step moves weight between the group's other supported
+        constraints and its reference.  So the Newton system has one row per supported
+        constraint beyond one per group: a group whose only supported constraint is its
+        ground truth (slack 0), or whose weight sits on one constraint, adds none, and with n
+        examples the system stays as small as the support beyond the ground truths (about
+        the number of features at most, where the Gram matrix of n-slack constraints has
+        rank).  The system is the Gram matrix of the differences ``g_k - g_ref``, with a ridge
+        of ``RIDGE`` times the largest diagonal entry of the Gram matrix, as that of a few
+        features is singular.  A step toward its solution stops where a weight reaches 0
+        (which leaves the support); at the solution, the constraints whose gradient is above
+        their group's reference (the group's multiplier) join, the best of each group, up to
+        ``JOIN_AT_ONCE`` groups at a time (only the best one after those that joined together
+        all left at once).  Pairwise Frank-Wolfe steps then polish beta until the restricted
+        gap is <= ``tol`` (the ridge, rounding).
         """
         beta, G, L, group = self.beta, self.gram, self.L, self.group
         K, q = L.shape[0], self.n_groups
