@@ -90,10 +90,14 @@ def example_constraints(answers: Answers, d: int) -> tuple[np.ndarray, np.ndarra
     rows = np.flatnonzero(answers.ground[first] == 0)
     keep = first[rows]
     ptr = np.asarray(answers.psi_ptr)
+    starts = ptr[keep]
+    lengths = ptr[keep + 1] - starts
+    # the kept answers' psi entries, answer after answer, each into its own row (one add.at)
+    entries = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths),
+                                                   lengths)
     g = np.zeros((rows.shape[0], d))
-    for row, k in enumerate(keep):
-        np.add.at(g[row], np.asarray(answers.psi_idx)[ptr[k]:ptr[k + 1]],
-                  np.asarray(answers.psi_val)[ptr[k]:ptr[k + 1]])
+    np.add.at(g, (np.repeat(np.arange(rows.shape[0]), lengths),
+                  np.asarray(answers.psi_idx)[entries]), np.asarray(answers.psi_val)[entries])
     return rows, g, np.asarray(answers.loss, dtype=float)[keep]
 
 
@@ -202,9 +206,11 @@ class WorkingSet:
             self._reserve(max(2 * K, K + m) + 1)
         end = K + m
         self._g[K:end], self._L[K:end], self._group[K:end], self._beta[K:end] = g, L, group, 0.0
-        block = self._g[:end] @ g.T
-        self._gram[:end, K:end] = block
-        self._gram[K:end, :K] = block[:K].T
+        q = self.n_groups                   # the ground truths' rows are 0
+        block = self._g[q:end] @ g.T
+        self._gram[:q, K:end] = self._gram[K:end, :q] = 0.0
+        self._gram[q:end, K:end] = block
+        self._gram[K:end, q:K] = block[:K - q].T
         self._history[K:end] = -np.inf
         self._size = end
 
