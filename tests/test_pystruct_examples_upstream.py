@@ -44,7 +44,7 @@ SLOW = {
     "plot_grid_crf.py": "30 s (OneSlackSSVM, C=100, to tol on a loopy grid)",
     "plot_snakes.py": "164-179 s (two OneSlackSSVM fits on 200 snakes; pystruct: 5-20 min)",
     "plot_snakes_typed.py": "62-158 s (typed CRFs on the snakes)",
-    "plot_latent_svm_as_crf.py": "15 s (LatentSSVM on digits)",
+    "plot_latent_svm_as_crf.py": "7-13 s (LatentSSVM on digits)",
 }
 
 #: examples that do not finish here, with the reason (strict: a fixed one must leave)

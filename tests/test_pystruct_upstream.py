@@ -40,12 +40,6 @@ XFAIL: dict[str, dict[str, str]] = {
             "pystruct 0.3.2 skips it itself ('class weight test needs update')",
     },
     "test_learners/test_latent_node_crf_learning.py": {
-        "test_binary_blocks_cutting_plane_latent_node":
-            "compares the weights of two NSlackSSVM runs (GraphCRF, and LatentNodeCRF without "
-            "hidden states) to 6 decimals, which pystruct's deterministic QP iterations give; "
-            "here GraphCRF's default inference is loopy max-product and LatentNodeCRF's 'auto' "
-            "(other answers, other weights), and even with the same method two Frank-Wolfe "
-            "runs certified at gap / (C n) <= tol (C n = 300) end 6e-5 apart " + LEARNER[3:],
         "test_latent_node_boxes_latent_subgradient":
             "SubgradientLatentSSVM from pystruct's random start (the draw after "
             "make_simple_2x2(seed=1)), iterates equal to pystruct's until its second step, "

