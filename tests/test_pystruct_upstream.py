@@ -29,9 +29,6 @@ REPELLENT = ("negativity_constraint=[4, 5, 6] still allows repellent potentials 
              "expects the unaries' predictions (0.76) that pystruct's QPBO-limited run got")
 CACHE_INTERNALS = ("pystruct's inference_cache_ sizes (13, 20 and 11 labellings per example) "
                    "are internals of its cache")
-SWITCH_TO_AD3 = ("pystruct's 'ad3' trains on LP-relaxed (fractional) labellings, whose dual "
-                 "exceeds the integral one; here training with 'ad3' runs ssvm's integral 'auto', "
-                 "so the dual after switch_to='ad3' equals the one without (197.294 both)")
 
 #: upstream tests that do not pass: file -> {function: reason}
 XFAIL: dict[str, dict[str, str]] = {
@@ -62,12 +59,10 @@ XFAIL: dict[str, dict[str, str]] = {
     },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,
-        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
     "test_learners/test_one_slack_ssvm.py": {
         "test_one_slack_constraint_caching": CACHE_INTERNALS,
         "test_one_slack_repellent_potentials": REPELLENT,
-        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
 }
 

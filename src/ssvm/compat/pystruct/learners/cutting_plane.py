@@ -10,13 +10,19 @@ import warnings
 
 import numpy as np
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
+from ssvm.compat.pystruct.learners.base import BaseSSVM
 from ssvm.compat.pystruct.learners.one_slack import (
     WorkingSet,
     example_constraints,
     inner_tolerance,
     joint_constraint,
     outer_gap,
+)
+from ssvm.compat.pystruct.learners.relaxed import (
+    bind_cutting_plane,
+    is_relaxed,
+    relaxed_training,
+    working_set_from_state,
 )
 from ssvm_core.exceptions import ConvergenceWarning
 from ssvm_core.executors import resolve_executor
@@ -74,6 +80,7 @@ class _CuttingPlaneCompat(BaseSSVM):
                        cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
                        random_state=0, passes_per_iteration=PASSES_PER_ITERATION)
         self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
+        self.relaxed_ = False
         first = getattr(self.model, "inference_method", None)
         if self.switch_to is not None and first is not None and first != self.switch_to:
             # pystruct switches inference when the first method finds no new
@@ -82,13 +89,41 @@ class _CuttingPlaneCompat(BaseSSVM):
             history = self.history_
             self.model.inference_method_ = first
             self.model.inference_method = self.switch_to
-            self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
+            if relaxed_training(self.model):
+                self._continue_relaxed(X, Y)
+                history = []           # the cutting plane's records (pystruct's scale) only
+            else:
+                self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
             self.objective_curve_ = curves[0] + self.objective_curve_
             self.primal_objective_curve_ = curves[1] + self.primal_objective_curve_
             offset = self.timestamps_[0] - curves[2][0]
             self.timestamps_ = curves[2] + [offset + t for t in self.timestamps_[1:]]
             self.history_ = history + self.history_
         return self
+
+    def _continue_relaxed(self, X, Y) -> None:
+        """``switch_to`` a relaxed method after the Frank-Wolfe path: the cutting plane on the
+        LP-relaxed problem, from the Frank-Wolfe run's dual point (``working_set_from_state``:
+        its constraints are valid in the relaxation)."""
+        oracle = bind_cutting_plane(self.model, X, Y)
+        n_groups = oracle.n_blocks if self._n_slack else 1
+        self.working_set_ = working_set_from_state(self.state_, n_groups, float(self.C))
+        self._fingerprint = oracle_fingerprint(oracle)
+        self._fit_cutting_plane(X, Y, oracle, True)      # exact: never falls back
+
+    def _switched_oracle(self, X, Y, oracle, ws: WorkingSet) -> tuple:
+        """The oracle of the method ``switch_to`` named and the working set to go on with.
+
+        The working set continues, except from a relaxed method to an integral one: the
+        constraints of fractional answers are not constraints of the integral problem (kept,
+        the restricted dual could exceed the integral optimum and the gap would certify
+        nothing), so the integral run starts a new working set, at w = 0.
+        """
+        new = bind_cutting_plane(self.model, X, Y)
+        if is_relaxed(oracle) and not is_relaxed(new):
+            ws = WorkingSet(ws.n_samples, ws.n_features, ws.scale, ws.n_groups)
+        self._fingerprint = oracle_fingerprint(new)
+        return new, ws
 
     def _start_working_set(self, oracle, n_features: int, scale: float,
                            warm_start: bool, n_groups: int = 1) -> WorkingSet:
@@ -130,6 +165,8 @@ class _CuttingPlaneCompat(BaseSSVM):
         if tol > 0 and gap > scale * tol:
             kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
                 "oracle is approximate)"
+            if exact and is_relaxed(oracle):
+                kind += " of the LP-relaxed problem"
             warnings.warn(f"{type(self).__name__} stopped ({status}) after {iterations} "
                           f"iterations with {kind} {gap / scale:.4g} > tol {tol:g} (the gap "
                           "over C n)", ConvergenceWarning, stacklevel=4)
@@ -254,6 +291,8 @@ class NSlackSSVM(_CuttingPlaneCompat):
     ``working_set_``.
     """
 
+    _n_slack = True
+
     def __init__(self, model, max_iter: int = 100, C: float = 1.0,
                  check_constraints: bool = True, verbose: int = 0,
                  negativity_constraint=None, n_jobs: int = 1, break_on_bad: bool = False,
@@ -286,7 +325,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         warm = bool(warm_start) or constraints is not None
         if initialize:
             self.model.initialize(X, Y)
-        oracle = bind_training_set(self.model, X, Y)
+        oracle = bind_cutting_plane(self.model, X, Y)
         if oracle.exact and self._fit_cutting_plane(X, Y, oracle, warm):
             return self
         return self._fit(X, Y, False, cache_size=50, warm_start=warm)
@@ -355,7 +394,8 @@ class NSlackSSVM(_CuttingPlaneCompat):
                 if stop:
                     if self._switch_inference():
                         switched = True
-                        oracle = bind_training_set(self.model, X, Y)
+                        oracle, ws = self._switched_oracle(X, Y, oracle, ws)
+                        w, dual = ws.weights(box), ws.dual(box)
                         continue
                     break
                 if self.logger is not None:
@@ -371,6 +411,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.timestamps_.append(self.history_[-1]["time"])
         self.w = w
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / (C * n)
+        self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
         self.constraints_ = [[(ws.g[k], float(ws.L[k])) for k in np.flatnonzero(ws.group == i)
                               if k >= n] for i in range(n)]
@@ -507,6 +548,8 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     ``NSlackSSVM`` instead of ``constraints_`` and ``working_set_``.
     """
 
+    _n_slack = False
+
     def __init__(self, model, max_iter: int = 10000, C: float = 1.0,
                  check_constraints: bool = False, verbose: int = 0,
                  negativity_constraint=None, n_jobs: int = 1, break_on_bad: bool = False,
@@ -539,7 +582,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         """
         if initialize:
             self.model.initialize(X, Y)
-        oracle = bind_training_set(self.model, X, Y)
+        oracle = bind_cutting_plane(self.model, X, Y)
         if oracle.exact and self._fit_cutting_plane(X, Y, oracle, bool(warm_start)):
             return self
         # an approximate oracle (known at binding or after its first answers)
@@ -583,7 +626,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
                 if gap <= scale * tol:
                     if self._switch_inference():
                         switched = True
-                        oracle = bind_training_set(self.model, X, Y)
+                        oracle, ws = self._switched_oracle(X, Y, oracle, ws)
                         exact = bool(oracle.exact)
                         continue
                     status = "converged"
@@ -611,6 +654,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
                 iteration += 1
         self.w = w
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
+        self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
         self.constraints_ = list(zip(ws.g, ws.L))
         # pystruct marked the curve points whose constraint came from its cache (their primal
