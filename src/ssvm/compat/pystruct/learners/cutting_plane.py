@@ -356,6 +356,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.timestamps_ = [time.time()]
         self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
         status, exact, switched = "max_iter", True, False
+        start = 0                        # the iteration the working set started at
         dual = ws.dual(box)
         w = ws.weights(box)
         iteration = -1
@@ -389,12 +390,14 @@ class NSlackSSVM(_CuttingPlaneCompat):
                 stop = added == 0
                 if stop:
                     status = "no new constraint"
-                elif iteration > 1 and dual - self.objective_curve_[-2] < tol:
+                elif iteration > start + 1 and dual - self.objective_curve_[-2] < tol:
                     stop, status = True, "objective converged"
                 if stop:
                     if self._switch_inference():
                         switched = True
-                        oracle, ws = self._switched_oracle(X, Y, oracle, ws)
+                        oracle, restarted = self._switched_oracle(X, Y, oracle, ws)
+                        if restarted is not ws:
+                            ws, start = restarted, iteration + 1
                         w, dual = ws.weights(box), ws.dual(box)
                         continue
                     break
