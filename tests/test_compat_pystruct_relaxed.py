@@ -6,6 +6,7 @@ certificates against that LP's primal.
 """
 
 import itertools
+import pickle
 import warnings
 
 import numpy as np
@@ -285,3 +286,31 @@ def test_working_set_from_a_frank_wolfe_state_has_its_w_and_dual(n_slack):
     assert np.allclose(np.bincount(ws.group, weights=ws.beta), C if n_slack else C * n)
     with pytest.raises(ValueError, match="n_groups must be 1"):
         working_set_from_state(state, 2, C)
+
+
+@pytest.mark.parametrize("learner", LEARNERS)
+def test_relaxed_warm_start_continues_on_the_same_data(learner):
+    X, Y = frustrated_grids()
+    svm = fit(learner, "lp", X, Y, C=1.0, tol=1e-6)
+    ws, dual = svm.working_set_, svm.objective_curve_[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)          # no "restarts" warning
+        svm.fit(X, Y, warm_start=True)
+    assert svm.working_set_ is ws and svm.relaxed_
+    assert svm.objective_curve_[-1] == pytest.approx(dual, abs=1e-6)
+    with pytest.warns(UserWarning, match="another training set"):
+        svm.fit(X[:3], Y[:3], warm_start=True)
+
+
+def test_relaxed_oracle_pickles_to_the_same_answers():
+    X, Y = frustrated_grids()
+    crf = GridCRF(n_states=2, inference_method="lp", neighborhood=8)
+    crf.initialize(X, Y)
+    oracle = RelaxedOracle(crf, X, Y)
+    copy = pickle.loads(pickle.dumps(oracle))
+    w = np.random.default_rng(3).normal(size=crf.size_joint_feature)
+    for i in range(len(X)):
+        _, psi, loss = oracle.solve(i, w)
+        _, psi_copy, loss_copy = copy.solve(i, w)
+        np.testing.assert_allclose(psi_copy, psi, atol=1e-9)
+        assert loss_copy == pytest.approx(loss, abs=1e-9)
