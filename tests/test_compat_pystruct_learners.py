@@ -120,6 +120,61 @@ def test_one_slack_restricted_qp_matches_a_general_solver():
     assert ws.dual(None) >= -best.fun - 1e-9
 
 
+def test_n_slack_active_set_alone_reaches_the_kkt_point():
+    """More constraints than features, several per example: the active-set method by itself
+    (a tolerance so loose that no pairwise polish step runs) ends at the restricted optimum:
+    in every example the supported constraints share the largest gradient L - gram beta (its
+    multiplier), and the gap of the restricted problem is 0 up to rounding."""
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(3)
+    n, d, C = 25, 4, 5.0
+    ws = WorkingSet(n_samples=n, n_features=d, scale=C, n_groups=n)
+    ws.add(rng.normal(size=(80, d)), rng.uniform(0.2, 2.0, size=80), np.arange(80) % n)
+    ws.solve(1e9)
+    beta, grad = ws.beta, ws.L - ws.gram @ ws.beta
+    assert beta.min() >= 0 and np.allclose(np.bincount(ws.group, weights=beta), C)
+    for i in range(n):
+        members = np.flatnonzero(ws.group == i)
+        supported = members[beta[members] > 0]
+        assert grad[members].max() - grad[supported].min() <= 1e-9
+    assert ws.restricted_gap(None) <= 1e-9 * C * n
+
+
+def test_working_set_storage_adds_in_blocks_and_prunes_in_place():
+    """Constraints added together or one at a time give the same working set (Gram matrix
+    = g g', past the buffers' growth); pruning closes the gaps in place, moves the weight of
+    the dropped constraints to their ground truths."""
+    from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+
+    rng = np.random.default_rng(4)
+    n, d = 3, 5
+    g, L, group = rng.normal(size=(20, d)), rng.uniform(size=20), np.arange(20) % n
+    together = WorkingSet(n_samples=n, n_features=d, scale=1.0, n_groups=n)
+    together.add(g[:12], L[:12], group[:12])
+    together.add(g[12:], L[12:], group[12:])
+    apart = WorkingSet(n_samples=n, n_features=d, scale=1.0, n_groups=n)
+    for k in range(20):
+        apart.add(g[k], float(L[k]), int(group[k]))
+    for ws in (together, apart):
+        np.testing.assert_array_equal(ws.g[n:], g)
+        np.testing.assert_array_equal(ws.group, np.concatenate([np.arange(n), group]))
+        np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+    ws = together
+    ws.beta[:] = 0.0
+    ws.beta[n:n + 2 * n] = 0.5                  # two constraints of each example carry it all
+    kept_g = ws.g.copy()
+    assert ws.prune(window=3, threshold=0.1) == 20 - 2 * n
+    assert ws.L.shape[0] == 3 * n and np.all(ws.beta[:n] == 0.0)
+    np.testing.assert_array_equal(ws.g, kept_g[:3 * n])
+    np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+    ws.beta[n] = 0.0                            # example 0: its weight back on the ground truth
+    ws.beta[0] = 0.5
+    assert ws.prune(window=1, threshold=0.1) == 1
+    assert np.allclose(np.bincount(ws.group, weights=ws.beta), 1.0)
+    np.testing.assert_allclose(ws.gram, ws.g @ ws.g.T, atol=1e-12)
+
+
 def test_n_slack_restricted_qp_matches_the_primal_qp_by_a_general_solver():
     """The active-set solve over one simplex per example reaches the optimum of the restricted
     primal QP (w, xi) that SciPy's SLSQP finds: strong duality, w(beta) = the primal w."""

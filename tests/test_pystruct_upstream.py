@@ -36,16 +36,6 @@ XFAIL: dict[str, dict[str, str]] = {
         "test_class_weights_rescale_C":
             "pystruct 0.3.2 skips it itself ('class weight test needs update')",
     },
-    "test_learners/test_latent_node_crf_learning.py": {
-        "test_binary_blocks_cutting_plane_latent_node":
-            "compares the weights of two NSlackSSVM runs (GraphCRF, and LatentNodeCRF without "
-            "hidden states) to 6 decimals; pystruct gives both models the same default "
-            "inference (ad3 if installed, else max-product), here GraphCRF's default is "
-            "max-product (loopy on the grid: the Frank-Wolfe path) and LatentNodeCRF's 'auto' "
-            "(exact: the n-slack cutting plane), whose weights differ by 4.2; with 'auto' for "
-            "both the two cutting-plane runs agree to 3e-13, with max-product for both the two "
-            "Frank-Wolfe runs (approximate oracles) to 1.7e-4",
-    },
     "test_learners/test_latent_svm.py": {
         "test_with_crosses_base_svms":
             "the OneSlackSSVM and NSlackSSVM bases predict every pixel; the SubgradientSSVM "

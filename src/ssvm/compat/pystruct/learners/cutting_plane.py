@@ -10,6 +10,7 @@ import time
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ssvm.compat.pystruct.learners.base import BaseSSVM
 from ssvm.compat.pystruct.learners.one_slack import (
@@ -33,6 +34,10 @@ from ssvm_core.validation import resolve_box
 
 #: Frank-Wolfe passes allowed per pystruct cutting-plane iteration (``max_iter``).
 PASSES_PER_ITERATION = 1000
+#: The cutting-plane fits run with one BLAS thread: their matrices (Gram matrices, Newton
+#: systems) have at most a few thousand rows, where more threads only contend for the cores (on a
+#: loaded machine they made the fits several times slower in CPU time).
+_ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
 #: pystruct's n-slack threshold: an answer violated by less is not a new constraint
 VIOLATION_FLOOR = 1e-5
 
@@ -356,6 +361,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         size = n if size == -1 else size
         return np.array_split(np.arange(n), max(math.ceil(n / size), 1))
 
+    @_ONE_BLAS_THREAD
     def _fit_cutting_plane(self, X, Y, oracle, warm_start: bool) -> bool:
         """The n-slack cutting-plane method on an exact oracle (see the class docstring).
 
@@ -434,8 +440,8 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / (C * n)
         self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
-        self.constraints_ = [[(ws.g[k], float(ws.L[k])) for k in np.flatnonzero(ws.group == i)
-                              if k >= n] for i in range(n)]
+        self.constraints_ = [[(ws.g[k].copy(), float(ws.L[k]))     # copies: pruning moves rows
+                              for k in np.flatnonzero(ws.group == i) if k >= n] for i in range(n)]
         self._warn_gap(status, iteration + 1, gap, C * n, tol, exact, oracle)
         if self.logger is not None:
             self.logger(self, "final")
@@ -445,8 +451,8 @@ class NSlackSSVM(_CuttingPlaneCompat):
                          g: np.ndarray, losses: np.ndarray, violation: np.ndarray) -> int:
         """pystruct's test of each answer (see the class docstring); how many joined."""
         slacks = ws.slacks(w) if self.check_constraints else None
-        added = 0
-        for i, gi, loss, v in zip(examples, g, losses, violation):
+        accepted = []
+        for row, (i, gi, loss, v) in enumerate(zip(examples, g, losses, violation)):
             if not loss > 0 or v < VIOLATION_FLOOR or ws.contains(gi, loss, int(i)):
                 continue
             if slacks is not None and v - slacks[i] < -VIOLATION_FLOOR:
@@ -455,9 +461,10 @@ class NSlackSSVM(_CuttingPlaneCompat):
                                      f"{v:.6g}, less than its working set's slack "
                                      f"{slacks[i]:.6g}")
                 continue
-            ws.add(gi, float(loss), int(i))
-            added += 1
-        return added
+            accepted.append(row)
+        if accepted:            # each example answers once per batch: no duplicates among them
+            ws.add(g[accepted], losses[accepted], examples[accepted])
+        return len(accepted)
 
 
 class OneSlackSSVM(_CuttingPlaneCompat):
@@ -616,6 +623,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.cached_constraint_ = [False] * len(self.objective_curve_)
         return self
 
+    @_ONE_BLAS_THREAD
     def _fit_cutting_plane(self, X, Y, oracle, warm_start: bool) -> bool:
         """The one-slack cutting-plane method on an exact oracle (see ``one_slack``).
 
@@ -682,7 +690,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
         self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
-        self.constraints_ = list(zip(ws.g, ws.L))
+        self.constraints_ = list(zip(ws.g.copy(), ws.L))     # rows: no views
         # pystruct marked the curve points whose constraint came from its cache (their primal
         # a cached estimate); every point here has the primal of an oracle pass
         self.cached_constraint_ = [False] * len(self.objective_curve_)

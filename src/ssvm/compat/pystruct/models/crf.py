@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from ssvm.compat.pystruct.inference.inference_methods import inference_dispatch
-from ssvm.compat.pystruct.inference.methods import check_method, engine_method, engine_options
+from ssvm.compat.pystruct.inference.methods import (
+    check_method,
+    default_method,
+    engine_method,
+    engine_options,
+)
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.utils.inference import compress_sym, expand_sym
 from ssvm_oracles import GraphModel
@@ -39,7 +44,7 @@ class CRF(StructuredModel):
         self._record_params(locals())
         self.n_states = n_states
         self.n_features = n_features
-        self.inference_method = "max-product" if inference_method is None else inference_method
+        self.inference_method = default_method(inference_method)
         check_method(self.inference_method)           # unknown names fail here
         self.inference_calls = 0
         self.class_weight = class_weight
@@ -217,12 +222,16 @@ class GraphCRF(CRF):
     n_states, n_features : int, optional
         K and F; inferred by ``initialize`` if None.
     inference_method : str or (str, dict), optional
-        "max-product" (default; exact on forests, loopy belief propagation
-        otherwise), pystruct's "lp", "ad3" (also ``("ad3", {"branch_and_bound":
-        True})``), "qpbo", "ogm", "unary", or ssvm's "auto", "graphcut", "brute",
-        "loopy", "alpha-expansion".  ``inference`` and ``loss_augmented_inference``
-        run the method itself (``inference_dispatch``: "lp" / "ad3" solve the LP
-        relaxation, branch and bound the integer program); training and
+        pystruct's "max-product" (exact on forests, loopy belief propagation
+        otherwise), "lp", "ad3" (also ``("ad3", {"branch_and_bound": True})``),
+        "qpbo", "ogm", "unary", or ssvm's "auto", "graphcut", "brute", "loopy",
+        "alpha-expansion".  None (the default, as for every compat CRF) is
+        "auto": exact where ssvm can prove it, flagged approximate otherwise,
+        in place of pystruct's default AD3
+        (``ssvm.compat.pystruct.inference.methods.DEFAULT_METHOD``).
+        ``inference`` and ``loss_augmented_inference`` run the method itself
+        (``inference_dispatch``: "lp" / "ad3" solve the LP relaxation, branch
+        and bound the integer program); training and
         ``batch_inference`` run the compiled oracle of ``engine_method`` (exact
         where provable, flagged approximate otherwise).
     class_weight : array-like of length K, optional
@@ -283,7 +292,8 @@ class ChainCRF(GraphCRF):
     Parameters
     ----------
     n_states, n_features, inference_method, class_weight :
-        As for ``GraphCRF`` (inference_method defaults to "max-product").
+        As for ``GraphCRF`` (inference_method defaults to "auto", exact on
+        chains, as pystruct's "max-product").
     directed : bool, default True
     """
 

@@ -48,9 +48,9 @@ class GridCRF(_GridInputs, GraphCRF):
     n_states, n_features : int, optional
         Inferred by ``initialize`` if None.
     inference_method : str, optional
-        As for ``GraphCRF`` (default "max-product": loopy belief propagation
-        on grids, flagged approximate; "auto" uses exact graph cuts for
-        binary submodular energies).
+        As for ``GraphCRF`` (default "auto": exact graph cuts for binary
+        submodular energies, loopy belief propagation flagged approximate
+        otherwise).
     neighborhood : {4, 8}, default 4
     """
 

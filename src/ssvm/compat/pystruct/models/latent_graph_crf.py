@@ -194,4 +194,4 @@ class LatentGraphCRF(LatentStatesMixin, GraphCRF):
         self._record_params(locals())
         self.n_labels = n_labels
         self.n_states_per_label = n_states_per_label
-        super().__init__(None, n_features, "auto" if inference_method is None else inference_method)
+        super().__init__(None, n_features, inference_method)

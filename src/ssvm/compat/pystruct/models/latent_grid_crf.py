@@ -38,7 +38,7 @@ class LatentGridCRF(_LatentGrid, GridCRF):
         self._record_params(locals())
         self.n_labels = n_labels
         self.n_states_per_label = n_states_per_label
-        super().__init__(None, n_features, "auto" if inference_method is None else inference_method,
+        super().__init__(None, n_features, inference_method,
                          neighborhood)
 
 
@@ -57,7 +57,7 @@ class LatentDirectionalGridCRF(_LatentGrid, DirectionalGridCRF):
         self._record_params(locals())
         self.n_labels = n_labels
         self.n_states_per_label = n_states_per_label
-        super().__init__(None, n_features, "auto" if inference_method is None else inference_method,
+        super().__init__(None, n_features, inference_method,
                          neighborhood)
 
     def init_latent(self, X, Y):

@@ -54,7 +54,7 @@ class LatentNodeCRF(CRF):
         self.latent_node_features = latent_node_features
         n_states = None if n_labels is None else n_labels + n_hidden_states
         super().__init__(n_states, n_features,
-                         "auto" if inference_method is None else inference_method, class_weight)
+                         inference_method, class_weight)
 
     @property
     def n_input_states(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
+from ssvm.compat.pystruct.inference.methods import default_method, engine_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm_oracles.typed import TypedGraphModel
 
@@ -40,6 +40,7 @@ class NodeTypeEdgeFeatureGraphCRF(StructuredModel):
     a_n_edge_features : array (n_types, n_types)
         Edge features per (type, type) pair; symmetric.
     inference_method : str, default "ad3"
+        pystruct's default; None is "auto", as for every compat CRF.
     l_class_weight : list of arrays, optional
         Class weights per type (one per state).
     """
@@ -69,7 +70,7 @@ class NodeTypeEdgeFeatureGraphCRF(StructuredModel):
         self.l_n_features = list(l_n_features)
         self.a_n_edge_features = a_n_edge_features
         self.l_n_edge_features = a_n_edge_features.ravel()
-        self.inference_method = inference_method
+        self.inference_method = default_method(inference_method)
         self.l_class_weight = ([np.asarray(cw, dtype=np.float64) for cw in l_class_weight]
                                if l_class_weight else [np.ones(k) for k in self.l_n_states])
         self.inference_calls = 0
