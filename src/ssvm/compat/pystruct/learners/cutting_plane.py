@@ -13,6 +13,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ssvm.compat.pystruct.learners.base import BaseSSVM
+from ssvm.compat.pystruct.learners.inference_cache import InferenceCache, cache_tolerance
 from ssvm.compat.pystruct.learners.one_slack import (
     WorkingSet,
     example_constraints,
@@ -126,6 +127,8 @@ class _CuttingPlaneCompat(BaseSSVM):
         n_groups = oracle.n_blocks if self._n_slack else 1
         self.working_set_ = working_set_from_state(self.state_, n_groups, float(self.C))
         self._fingerprint = oracle_fingerprint(oracle)
+        if not self._n_slack:
+            self.inference_cache_ = None                 # a new cache for the relaxed answers
         self._fit_cutting_plane(X, Y, oracle, True)      # exact: never falls back
 
     def _switched_oracle(self, X, Y, oracle, ws: WorkingSet) -> tuple:
@@ -645,37 +648,51 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
         exact, status, iteration, switched = bool(oracle.exact), "max_iter", 0, False
         inner_tol = inner_tolerance(scale, tol, 0.0)
+        cache = self._start_cache(n, n_features, ws, warm_start)
+        cache_tol = cache_tolerance(self.cache_tol, tol)
         with pool:
             while True:
                 w = ws.weights(box)
-                answers = pool.solve_blocks(oracle, w, blocks)
-                exact = exact and bool(oracle.exact)
-                if not exact and not switched:
-                    return False
-                g, loss = joint_constraint(answers, n, n_features)
-                primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
-                dual = ws.dual(box)
-                gap = outer_gap(primal, dual)
-                self._record(iteration, primal, dual, gap, ws)
-                if gap <= scale * tol:
-                    if self._switch_inference():
-                        switched = True
-                        oracle, ws = self._switched_oracle(X, Y, oracle, ws)
-                        exact = bool(oracle.exact)
-                        continue
-                    status = "converged"
-                    break
-                if iteration == int(self.max_iter):
-                    break
-                if ws.contains(g, loss):        # the restricted solve was not tight enough
-                    floor = inner_tolerance(scale, 0.0, dual)
-                    if inner_tol <= floor:      # pystruct: no new constraint, stop
-                        status = "no new constraint"
-                        break
-                    inner_tol = max(0.1 * inner_tol, floor)
+                cached = None
+                if cache is not None and iteration < int(self.max_iter):
+                    cached = _cached_constraint(cache, ws, w, cache_tol)
+                if cached is not None:          # no oracle call: the working set grows
+                    ws.add(*cached)
+                    inner_tol = inner_tolerance(scale, tol, ws.dual(box))
                 else:
-                    ws.add(g, loss)
-                    inner_tol = inner_tolerance(scale, tol, dual)
+                    answers = pool.solve_blocks(oracle, w, blocks)
+                    exact = exact and bool(oracle.exact)
+                    if not exact and not switched:
+                        return False
+                    if cache is not None:
+                        cache.update(answers)
+                    g, loss = joint_constraint(answers, n, n_features)
+                    primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
+                    dual = ws.dual(box)
+                    gap = outer_gap(primal, dual)
+                    self._record(iteration, primal, dual, gap, ws)
+                    cache_tol = cache_tolerance(self.cache_tol, tol, gap / scale)
+                    if gap <= scale * tol:
+                        if self._switch_inference():
+                            switched = True
+                            oracle, ws = self._switched_oracle(X, Y, oracle, ws)
+                            exact = bool(oracle.exact)
+                            if cache is not None:   # the first method's answers
+                                cache = InferenceCache(n, n_features, cache.size)
+                            continue
+                        status = "converged"
+                        break
+                    if iteration == int(self.max_iter):
+                        break
+                    if ws.contains(g, loss):        # the restricted solve was not tight enough
+                        floor = inner_tolerance(scale, 0.0, dual)
+                        if inner_tol <= floor:      # pystruct: no new constraint, stop
+                            status = "no new constraint"
+                            break
+                        inner_tol = max(0.1 * inner_tol, floor)
+                    else:
+                        ws.add(g, loss)
+                        inner_tol = inner_tolerance(scale, tol, dual)
                 if box is None:
                     ws.solve(inner_tol)
                 else:
@@ -690,6 +707,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
         self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
+        self.inference_cache_ = cache
         self.constraints_ = list(zip(ws.g.copy(), ws.L))     # rows: no views
         # pystruct marked the curve points whose constraint came from its cache (their primal
         # a cached estimate); every point here has the primal of an oracle pass
@@ -698,6 +716,34 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         if self.logger is not None:
             self.logger(self, "final")
         return True
+
+    def _start_cache(self, n: int, n_features: int, ws: WorkingSet,
+                     warm_start: bool) -> InferenceCache | None:
+        """The previous fit's inference cache when its working set continues, else a new one
+        (None without ``inference_cache``)."""
+        size = int(self.inference_cache)
+        if size < 0:
+            raise ValueError(f"inference_cache must be >= 0, got {self.inference_cache}")
+        if size == 0:
+            return None
+        previous = getattr(self, "inference_cache_", None)
+        if (warm_start and ws is getattr(self, "working_set_", None)
+                and isinstance(previous, InferenceCache) and previous.n_samples == n
+                and previous.n_features == n_features and previous.size == size):
+            return previous
+        return InferenceCache(n, n_features, size)
+
+
+def _cached_constraint(cache: InferenceCache, ws: WorkingSet, w: np.ndarray,
+                       cache_tol: float) -> tuple[np.ndarray, float] | None:
+    """The cache's joint constraint at w when it is new and violated by more than
+    ``cache_tol`` beyond the working set's slack (pystruct's test of a new constraint), else
+    None: the oracle is called."""
+    g, loss = cache.constraint(w)
+    slack = max(float(ws.slacks(w).max()), 0.0)
+    if loss - float(w @ g) - slack > cache_tol and not ws.contains(g, loss):
+        return g, loss
+    return None
 
 
 NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING).replace(
