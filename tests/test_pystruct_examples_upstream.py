@@ -46,7 +46,7 @@ SLOW = {
                        "on the LP relaxation, one HiGHS LP per snake and cutting-plane pass "
                        "(about 15 s a pass on the loaded machine; pystruct: 5-20 min)"),
     "plot_snakes_typed.py": "62-158 s (typed CRFs on the snakes)",
-    "plot_latent_svm_as_crf.py": "13-15 s (LatentSSVM on digits)",
+    "plot_latent_svm_as_crf.py": "7-13 s (LatentSSVM on digits)",
 }
 
 #: examples that do not finish here, with the reason (strict: a fixed one must leave)
