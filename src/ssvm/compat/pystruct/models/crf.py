@@ -33,7 +33,11 @@ class CRF(StructuredModel):
 
     Subclasses define ``_get_features``, ``_get_edges``, the pairwise part of
     ``joint_feature`` and ``ssvm_input`` (the example as ``GraphModel`` input).
+    With "lp" / "ad3" the relaxed loss-augmented inference answers the LP
+    relaxation (``lp_relaxation``), which the cutting-plane learners train on.
     """
+
+    lp_relaxation = True
 
     def __init__(self, n_states=None, n_features=None, inference_method=None,
                  class_weight=None):

@@ -71,7 +71,10 @@ def kmeans_init(X, Y, all_edges, n_labels, n_states_per_label, symmetric=True,
 class LatentStatesMixin:
     """Hidden states per label for the pairwise CRFs (what LatentGraphCRF and the
     latent grid CRFs share): sizes, the state map, the label loss, completion and
-    binding through ``ssvm_oracles.LatentGraphModel``."""
+    binding through ``ssvm_oracles.LatentGraphModel``.  Loss-augmented inference is integral
+    whatever the method (``lp_relaxation`` is False)."""
+
+    lp_relaxation = False
 
     def _set_size_joint_feature(self) -> None:
         if self.n_labels is None:

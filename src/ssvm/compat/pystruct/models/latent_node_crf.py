@@ -39,7 +39,12 @@ class LatentNodeCRF(CRF):
         As for ``GraphCRF``.
     class_weight : array-like of length n_labels, optional
     latent_node_features : bool, default False
+
+    Loss-augmented inference is integral whatever the method
+    (``lp_relaxation`` is False): the learners train on labellings.
     """
+
+    lp_relaxation = False
 
     def __init__(self, n_labels=None, n_features=None, n_hidden_states=2,
                  inference_method=None, class_weight=None, latent_node_features=False):
