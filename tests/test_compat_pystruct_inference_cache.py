@@ -7,7 +7,7 @@ constraint of the problem: never more violated than the oracle's most violated o
 
 import numpy as np
 import pytest
-from test_compat_pystruct_relaxed import chains, frustrated_grids, relaxed_primal
+from local_polytope import chains, frustrated_grids, relaxed_primal
 
 from ssvm.compat.pystruct.learners import OneSlackSSVM
 from ssvm.compat.pystruct.learners.inference_cache import InferenceCache, cache_tolerance
