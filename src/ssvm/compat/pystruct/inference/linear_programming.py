@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 
 def _check(unaries: np.ndarray, edges: np.ndarray, edge_weights: np.ndarray) -> None:
@@ -97,6 +96,9 @@ def lp_general_graph(unaries, edges, edge_weights, integral: bool = False):
     n_nodes, K = unaries.shape
     A, b = _local_polytope(n_nodes, K, edges)
     cost = np.concatenate([unaries.ravel(), edge_weights.ravel()])
+    # imported here: scipy.optimize takes a quarter of a second to import, and pystruct
+    # code that never asks for "lp" / "ad3" should not pay it
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     if integral:
         integrality = np.zeros(cost.size)
         integrality[:n_nodes * K] = 1       # integral node marginals force integral edges
