@@ -30,6 +30,19 @@ from ssvm_core._sampling cimport Sampler
 from ssvm_core._storage cimport BlockStore, Direction, Formed
 from ssvm_core._vector cimport dot_gather
 from ssvm_core._view cimport StateView
+from ssvm_core._pthread cimport (
+    pthread_cond_broadcast,
+    pthread_cond_destroy,
+    pthread_cond_init,
+    pthread_cond_signal,
+    pthread_cond_t,
+    pthread_cond_wait,
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_t,
+    pthread_mutex_unlock,
+)
 
 from ssvm_core.step_counts import StepCounts
 
@@ -616,22 +629,6 @@ def predict_cache_hits(state, const intp_t[::1] blocks, float64_t cache_factor,
 # Whole passes of mini-batch FW rounds in C: the oracle calls of a round
 # (split over a crew of threads), then its block steps on the replayed answers,
 # without returning to Python between rounds.
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    ctypedef struct pthread_cond_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
-    int pthread_mutex_destroy(pthread_mutex_t* m)
-    int pthread_mutex_lock(pthread_mutex_t* m)
-    int pthread_mutex_unlock(pthread_mutex_t* m)
-    int pthread_cond_init(pthread_cond_t* c, const void* attr)
-    int pthread_cond_destroy(pthread_cond_t* c)
-    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
-    int pthread_cond_broadcast(pthread_cond_t* c)
-    int pthread_cond_signal(pthread_cond_t* c)
-
 
 cdef struct _Key:
     intp_t block, slot

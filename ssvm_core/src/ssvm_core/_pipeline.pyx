@@ -51,6 +51,18 @@ from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size
 from ssvm_core._storage cimport BlockStore, CompactStore, Direction
 from ssvm_core._vector cimport dot_gather
 from ssvm_core._view cimport StateView
+from ssvm_core._pthread cimport (
+    pthread_cond_destroy,
+    pthread_cond_init,
+    pthread_cond_signal,
+    pthread_cond_t,
+    pthread_cond_wait,
+    pthread_mutex_destroy,
+    pthread_mutex_init,
+    pthread_mutex_lock,
+    pthread_mutex_t,
+    pthread_mutex_unlock,
+)
 
 from ssvm_core.step_counts import StepCounts
 
@@ -104,21 +116,6 @@ cdef enum:
     FAILED = 24             # the helper's call raised
     APPLIED = 32            # changes the helper added to its copy of w
     N_COUNTERS = 40
-
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    ctypedef struct pthread_cond_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t* m, const void* attr)
-    int pthread_mutex_destroy(pthread_mutex_t* m)
-    int pthread_mutex_lock(pthread_mutex_t* m)
-    int pthread_mutex_unlock(pthread_mutex_t* m)
-    int pthread_cond_init(pthread_cond_t* c, const void* attr)
-    int pthread_cond_destroy(pthread_cond_t* c)
-    int pthread_cond_wait(pthread_cond_t* c, pthread_mutex_t* m)
-    int pthread_cond_signal(pthread_cond_t* c)
 
 
 cdef struct _Gate:
