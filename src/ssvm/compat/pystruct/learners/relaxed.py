@@ -31,6 +31,7 @@ import numpy as np
 from ssvm.compat.pystruct.inference.methods import split_method
 from ssvm.compat.pystruct.learners.base import bind_training_set
 from ssvm.compat.pystruct.learners.one_slack import WorkingSet
+from ssvm.compat.pystruct.models.base import ModelOracle
 from ssvm_core import SolverState
 from ssvm_core.oracles import as_oracle
 
@@ -63,7 +64,7 @@ def bind_cutting_plane(model, X, Y):
     return bind_training_set(model, X, Y)
 
 
-class RelaxedOracle:
+class RelaxedOracle(ModelOracle):
     """Exact max oracle of the LP-relaxed problem, over a model's relaxed inference.
 
     Block i's ``solve`` runs ``model.loss_augmented_inference(x_i, y_i, w, relaxed=True)``: its
@@ -89,24 +90,12 @@ class RelaxedOracle:
         True: the certificates built on this oracle are the relaxed problem's.
     """
 
-    exact = True
     relaxed = True
-    max_labels = 0
 
     def __init__(self, model, X, Y):
-        if len(X) != len(Y):
-            raise ValueError(f"X has {len(X)} examples but Y has {len(Y)}")
-        if len(X) == 0:
-            raise ValueError("the training set is empty")
-        if model.size_joint_feature is None:
-            raise ValueError(f"{type(model).__name__}.size_joint_feature is unknown; call "
-                             "model.initialize(X, Y) first")
-        self.model = model
-        self.X, self.Y = list(X), [np.asarray(y) for y in Y]
-        self.n_blocks = len(self.X)
-        self.n_features = int(model.size_joint_feature)
-        self._phi_true = [np.asarray(model.joint_feature(x, y), dtype=np.float64)
-                          for x, y in zip(self.X, self.Y)]
+        super().__init__(model, X, Y)
+        self.exact = True           # for the relaxed problem, whatever the model's integral one
+        self.max_labels = 0
 
     def __reduce__(self):
         # what fingerprints the oracle (a warm start continues only on the same data): the
