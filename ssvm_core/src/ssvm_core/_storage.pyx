@@ -464,19 +464,26 @@ cdef class BlockStore:
                           float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
         return 0
 
+    # Kept directions as coordinate lists of features (x_idx, x_val), as the sparse
+    # and compact stores keep them; the dense store overrides these with its rows.
     cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
                               const float64_t* p_val, intp_t p_nnz, float64_t* ee,
                               float64_t* pe, float64_t* x) noexcept nogil:
-        pass
+        """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side
+        in ``x`` (2 d zeros, again on return), so each e_m is read once."""
+        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
 
     cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
+        """f's features scattered into ``x`` (d zeros; ``replay_unload`` clears them)."""
+        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
         return x
 
     cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
-        pass
+        _unscatter(x, f.x_idx, f.x_nnz)
 
     cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
-        return 0.0
+        """<x, f> for x a loaded direction (``replay_load``)."""
+        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
 
     cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
                           intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
@@ -730,20 +737,20 @@ cdef class SparseStore(DenseStore):
         return self.replay_form(oracle, i, NULL, 0.0, NULL, NULL, 0, NULL, w0, f, sqnorm,
                                 dot_w0)
 
+    # its kept directions are coordinate lists, as BlockStore's (DenseStore's are rows)
     cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
                               const float64_t* p_val, intp_t p_nnz, float64_t* ee,
                               float64_t* pe, float64_t* x) noexcept nogil:
-        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
+        BlockStore.replay_gram_row(self, e, j, p_idx, p_val, p_nnz, ee, pe, x)
 
     cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
-        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
-        return x
+        return BlockStore.replay_load(self, f, x)
 
     cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
-        _unscatter(x, f.x_idx, f.x_nnz)
+        BlockStore.replay_unload(self, f, x)
 
     cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
-        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
+        return BlockStore.replay_dot(self, x, f)
 
     cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
                           intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
@@ -1329,25 +1336,6 @@ cdef class CompactStore(BlockStore):
                           float64_t* sqnorm, float64_t* dot_w0) except -1 nogil:
         return self.replay_form(oracle, i, NULL, 0.0, NULL, NULL, 0, NULL, w0, f, sqnorm,
                                 dot_w0)
-
-    cdef void replay_gram_row(self, const Formed* e, intp_t j, const int32_t* p_idx,
-                              const float64_t* p_val, intp_t p_nnz, float64_t* ee,
-                              float64_t* pe, float64_t* x) noexcept nogil:
-        """ee[m] = <e_j, e_m> and pe[m] = <P_j, e_m> for m < j: e_j and P_j side by side
-        in ``x`` (2 d zeros, again on return), so each e_m is read once."""
-        _coo_gram_row(e, j, p_idx, p_val, p_nnz, ee, pe, x)
-
-    cdef const float64_t* replay_load(self, const Formed* f, float64_t* x) noexcept nogil:
-        """f's features scattered into ``x`` (d zeros; ``replay_unload`` clears them)."""
-        _scatter(x, f.x_idx, f.x_val, f.x_nnz)
-        return x
-
-    cdef void replay_unload(self, const Formed* f, float64_t* x) noexcept nogil:
-        _unscatter(x, f.x_idx, f.x_nnz)
-
-    cdef float64_t replay_dot(self, const float64_t* x, const Formed* f) noexcept nogil:
-        """<x, f> for x a loaded direction (``replay_load``)."""
-        return dot_gather(x, f.x_idx, f.x_val, f.x_nnz)
 
     cdef void replay_move(self, const Formed* f, float64_t step, float64_t avg_coef,
                           intp_t lo, intp_t hi, bint own, Primal* p) noexcept nogil:
