@@ -138,7 +138,7 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                    line_search: bool = True, active_sets: bool = False, step: str = "fw",
                    cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
                    n_samples: int = 1, should_stop: Callable[[], bool] | None = None,
-                   parallel_steps: bool = False) -> int:
+                   parallel_steps: bool = False, rounds_out: list | None = None) -> int:
     """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
 
     Parameters
@@ -176,6 +176,9 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         Python (Dask, gap sampling, active sets) replay their steps in the master as
         before; so do a box, sparse blocks and oracles that need the GIL
         (``_batch.replay_fallback`` names the reason).
+    rounds_out : list or None, default None
+        The blocks of every round made are appended to it, in order (what
+        ``ssvm_core.autotau`` measures staleness from).
 
     Returns
     -------
@@ -189,6 +192,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
     if threads is not None and not active_sets and sampling != "gap":
         # The rounds do not depend on the steps: draw them all, run them in C.
         rounds = list(round_blocks(rng, sampling, state, int(tau)))
+        if rounds_out is not None:
+            rounds_out.extend(rounds)
         bounds = np.cumsum([0] + [r.shape[0] for r in rounds]).astype(np.intp)
         run = replay_rounds if parallel_steps else fw_rounds
         return run(oracle, state, np.concatenate(rounds).astype(np.intp), bounds, line_search,
@@ -214,6 +219,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         finally:
             calls += ask.shape[0] + replay.fallbacks
             state.record_steps(StepCounts(replaced=answers.replaced))
+        if rounds_out is not None:
+            rounds_out.append(blocks)
         if should_stop is not None and should_stop():
             break
     return calls
