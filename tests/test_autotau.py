@@ -18,6 +18,7 @@ from ssvm_core.autotau import (
 from ssvm_core.executors import SerialExecutor
 from ssvm_core.minibatch import minibatch_pass
 from ssvm_core.objectives import dual_objective, primal_objective
+from ssvm_core.shards import ShardExecutor
 from ssvm_core.testing import ToyMulticlassModel
 from ssvm_data import horseseg_like
 from ssvm_oracles import ChainModel, GraphCutModel
@@ -201,7 +202,8 @@ def test_estimator_takes_auto():
     (dict(batch_blocks="fast"), "batch_blocks must be an integer >= 1 or 'auto'"),
     (dict(batch_blocks=0), "batch_blocks must be an integer >= 1 or 'auto'"),
     (dict(batch_blocks="auto", batch=True), "batch_blocks='auto' chooses the rounds"),
-    (dict(batch_blocks="auto", pipeline_lag=2), "batch_blocks > 1 or 'auto' do not apply"),
+    (dict(batch_blocks="auto", pipeline_lag=2), "nor batch_blocks='auto'"),
+    (dict(batch_blocks="auto", executor=ShardExecutor(2)), "nor batch_blocks='auto'"),
 ])
 def test_bad_values_are_refused(options, message):
     oracle, _ = _orthogonal(8)

@@ -439,7 +439,7 @@ def _check_pipeline(o: dict[str, Any]) -> None:
     """The options pipelined BCFW (``pipeline_lag``) does not take."""
     if o["batch"] or o["batch_blocks"] != 1:
         raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
-                         "batch_blocks > 1 or 'auto' do not apply")
+                         "batch_blocks > 1 do not apply (nor batch_blocks='auto')")
     if o["parallel_steps"]:
         raise ValueError("pipeline_lag and parallel_steps are two designs (pipelined calls, "
                          "replayed mini-batch rounds): pick one")

@@ -209,7 +209,7 @@ def _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling
     """Refuse the options shard rounds do not take (``ssvm_core.shards``)."""
     if batch or batch_blocks != 1:
         raise ValueError("shard rounds (ShardExecutor) run BCFW on each shard: batch=True and "
-                         "batch_blocks > 1 or 'auto' do not apply")
+                         "batch_blocks > 1 do not apply (nor batch_blocks='auto')")
     if active_sets:
         raise ValueError("shard rounds take plain FW block steps: step='fw', no cache, "
                          "n_samples=1, and a state without active sets")
