@@ -178,6 +178,9 @@ def test_auto_runs_certify_and_report_their_choices(problem, horseseg):
     history = result.history[1:]
     # the first pass is serial BCFW, the second tries tau = 2 and measures it
     assert [h["batch_blocks"] for h in history[:2]] == [1, 2]
+    # every pass, a try's split pass too, makes n block steps with one call each
+    n = oracle.n_blocks
+    assert np.all(np.diff([h["n_steps"] for h in result.history]) == n)
     assert history[0]["staleness_efficiency"] is None
     assert 0.0 <= history[1]["staleness_efficiency"] <= 1.5
     for h in history:
@@ -185,6 +188,19 @@ def test_auto_runs_certify_and_report_their_choices(problem, horseseg):
     duals = [h["dual"] for h in result.history]
     assert all(b >= a - 1e-12 * abs(a) for a, b in zip(duals, duals[1:]))
     primal = primal_objective(oracle, lam, result.w)
+    assert result.gap == pytest.approx(primal - dual_objective(result.state, averaged=True),
+                                       rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("options", [dict(sampling="gap"), dict(step="pairwise"),
+                                     dict(cache=True, sampling="perm"), dict(parallel_steps=True)])
+def test_auto_with_other_options_splits_its_tries_into_n_steps(options):
+    oracle, _ = _chain(60)
+    result = solve(oracle, 0.1, batch_blocks="auto", executor="threads", n_jobs=2,
+                   max_passes=4, gap_check_every=2, tol=0, random_state=1, **options)
+    assert [h["batch_blocks"] for h in result.history[1:3]] == [1, 2]
+    assert np.all(np.diff([h["n_steps"] for h in result.history]) == 60)
+    primal = primal_objective(oracle, 0.1, result.w)
     assert result.gap == pytest.approx(primal - dual_objective(result.state, averaged=True),
                                        rel=1e-9, abs=1e-12)
 

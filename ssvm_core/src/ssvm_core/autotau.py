@@ -25,7 +25,10 @@ like one over the square root of the rounds of a pass.
 serial BCFW progress in its wall time s(tau) per step, so its rate is
 r(tau) = E(tau) / s(tau), and r(1) = 1 / s(1) from a pass of serial BCFW.
 The run starts with one pass of serial BCFW, then tries tau = 2, 4, 8, ...
-(one pass each, up to ``max_tau``): a tau whose rate beats the best so far by
+(one pass each, up to ``max_tau``; a try makes n / ``PROBE_SHARE`` of its
+pass's steps, at least ``PROBE_ROUNDS`` rounds, in rounds of tau and the rest
+as serial BCFW, both parts timed, so a try costs a share of a pass and s(tau)
+and s(1) are measured side by side): a tau whose rate beats the best so far by
 ``RATE_MARGIN`` becomes the best; the walk goes on while an upper bound of
 r(2 tau) does, (E(tau) + tail) / s(tau) with tail the mean of e(t) over the
 later half of the positions (doubling tau at most halves the time per step,
@@ -60,6 +63,10 @@ FIRST_RETRY = 10
 MAX_TAU = 64
 #: at most n / MIN_ROUND_BLOCKS blocks per round (a pass keeps >= that many rounds)
 MIN_ROUND_BLOCKS = 4
+#: a try of tau makes n / PROBE_SHARE of its pass's steps in rounds (the rest serial BCFW) ...
+PROBE_SHARE = 4
+#: ... and at least PROBE_ROUNDS rounds
+PROBE_ROUNDS = 8
 
 
 def staleness_curve(rounds: Sequence[np.ndarray], gaps: np.ndarray) -> np.ndarray | None:
@@ -137,7 +144,7 @@ class AutoTau:
                  verbose: int = 0):
         if max_tau is None:
             max_tau = min(MAX_TAU, n_blocks // MIN_ROUND_BLOCKS)
-        self.max_tau, self.verbose = int(max_tau), verbose
+        self.n_blocks, self.max_tau, self.verbose = n_blocks, int(max_tau), verbose
         self.tau = self.best = 1
         self.efficiency: dict[int, float] = {1: 1.0}
         self.tail: dict[int, float] = {1: 1.0}
@@ -268,19 +275,42 @@ class AutoTau:
                  should_stop: Callable[[], bool] | None = None) -> int:
         """One pass at the chosen tau, timed and measured; returns its oracle calls.
 
-        ``pass_at(batch_blocks=tau, rounds=tau > 1, rounds_out=list, should_stop=...)``
-        makes the pass (serial BCFW at tau = 1, else mini-batch rounds, which it
-        appends to ``rounds_out``); ``state`` is the solver state it updates.
+        ``pass_at(batch_blocks=tau, rounds=tau > 1, rounds_out=list, n_steps=k,
+        should_stop=...)`` makes the first k steps of a pass (serial BCFW at tau = 1,
+        else mini-batch rounds, which it appends to ``rounds_out``); ``state`` is the
+        solver state it updates.  A pass that tries a tau makes ``probe_steps(tau)``
+        steps in rounds and the rest as serial BCFW, each part timed: the try costs
+        a share of a pass, and the two times are measured side by side.
         """
-        tau, rounds, steps = self.tau, [], state.n_steps
-        start = time.perf_counter()
-        calls = pass_at(batch_blocks=tau, rounds=tau > 1, rounds_out=rounds,
-                        should_stop=should_stop)
-        seconds = time.perf_counter() - start
-        made = state.n_steps - steps
+        tau, n = self.tau, state.n_blocks
+        k = self.probe_steps(tau) if tau == self.probe else n
+        rounds: list = []
+        seconds, made, calls = self._timed(state, pass_at, batch_blocks=tau, rounds=tau > 1,
+                                           rounds_out=rounds, n_steps=k,
+                                           should_stop=should_stop)
+        if k < n and made == k and not (should_stop is not None and should_stop()):
+            rest, rest_made, rest_calls = self._timed(state, pass_at, batch_blocks=1,
+                                                      rounds=False, rounds_out=None,
+                                                      n_steps=n - k, should_stop=should_stop)
+            calls += rest_calls
+            if rest_made and self.max_tau > 1:
+                self.seconds[1] = rest / rest_made
         curve = staleness_curve(rounds, state.block_gap_estimates) if tau > 1 else None
         self.update(tau, seconds / made if made else math.nan, *staleness_efficiency(curve))
         return calls
+
+    def probe_steps(self, tau: int) -> int:
+        """Steps a try of ``tau`` makes in rounds: n / ``PROBE_SHARE``, at least
+        ``PROBE_ROUNDS`` rounds, at most n."""
+        return min(self.n_blocks, max(self.n_blocks // PROBE_SHARE, PROBE_ROUNDS * tau))
+
+    @staticmethod
+    def _timed(state, pass_at, **kwargs) -> tuple[float, int, int]:
+        """(wall seconds, block steps made, oracle calls) of ``pass_at(**kwargs)``."""
+        steps = state.n_steps
+        start = time.perf_counter()
+        calls = pass_at(**kwargs)
+        return time.perf_counter() - start, state.n_steps - steps, calls
 
     def record(self) -> dict:
         """The history fields of the pass just made: ``batch_blocks`` (its tau),

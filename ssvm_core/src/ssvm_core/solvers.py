@@ -228,11 +228,13 @@ def _workers(pool, oracle) -> int:
 
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
               line_search, step, cache, cache_factor, cache_nu, n_samples,
-              parallel_steps=False, should_stop=None, rounds_out=None) -> int:
+              parallel_steps=False, should_stop=None, rounds_out=None, n_steps=None) -> int:
     """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls.
 
     ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds;
-    ``rounds_out`` (a list) receives the rounds of a pass of mini-batch rounds.
+    ``rounds_out`` (a list) receives the rounds of a pass of mini-batch rounds;
+    ``n_steps`` makes only the first that many block steps of the pass (None: all;
+    ``batch_blocks="auto"`` splits a pass that tries a tau in two).
     """
     if batch and rounds:
         batch_fw_step(oracle, state, pool, line_search)
@@ -243,15 +245,17 @@ def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blo
                               line_search=line_search, active_sets=active_sets, step=step,
                               cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
                               n_samples=n_samples, should_stop=should_stop,
-                              parallel_steps=parallel_steps, rounds_out=rounds_out)
+                              parallel_steps=parallel_steps, rounds_out=rounds_out,
+                              n_steps=n_steps)
     elif active_sets:
-        order, uniforms = _block_order(rng, sampling, state)
+        order, uniforms = _block_order(rng, sampling, state, n_steps)
         return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
                                    cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
                                    n_samples=n_samples, gap_uniforms=uniforms).oracle_calls
     else:
-        order, uniforms = _block_order(rng, sampling, state)
+        order, uniforms = _block_order(rng, sampling, state, n_steps)
         _fw.bcfw_pass(oracle, state, order, line_search, uniforms)
+        return order.shape[0] + (0 if uniforms is None else uniforms.shape[0])
     return oracle.n_blocks
 
 
@@ -440,13 +444,16 @@ def _estimate_below(state: SolverState, threshold: float) -> bool:
     return not np.isnan(estimates).any() and float(estimates.sum()) <= threshold
 
 
-def _block_order(rng, sampling: str, state: SolverState):
-    """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``)."""
+def _block_order(rng, sampling: str, state: SolverState, n_steps: int | None = None):
+    """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``), or of its
+    first ``n_steps`` steps."""
     n = state.n_blocks
+    k = n if n_steps is None else min(int(n_steps), n)
     if sampling == "gap":
         unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
-        return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
-    return sampling_order(rng, sampling, n), None
+        uniforms = rng.random(n - unvisited.shape[0])
+        return unvisited[:k].astype(np.intp), uniforms[:max(0, k - unvisited.shape[0])]
+    return sampling_order(rng, sampling, n)[:k], None
 
 
 class FrankWolfeSSVM(BaseSSVM):
