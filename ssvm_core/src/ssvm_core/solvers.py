@@ -118,7 +118,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
-    certified from this check on); missing values are None.  Ctrl-C (SIGINT)
+    certified from this check on); missing values are None.  With
+    ``batch_blocks="auto"`` a record also holds the pass's ``batch_blocks``, its
+    ``staleness_efficiency`` (None at tau = 1), the next pass's tau
+    ``batch_blocks_next`` and ``batch_blocks_reason`` (``ssvm_core.autotau``).  Ctrl-C (SIGINT)
     or SIGTERM stops after the current pass (mini-batch rounds outside this
     process: after the current round; pipelined steps: after the current
     step, or within 64 steps on the compiled path) and returns the model; a second
