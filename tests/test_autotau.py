@@ -112,6 +112,23 @@ def test_staleness_costs_most_of_the_gap_on_synthetic_horseseg(horseseg):
         assert _measured(horseseg, 0.01, 2, warm=2, seed=seed)[0] < 0.9
 
 
+@pytest.mark.parametrize("sampling", ["uniform", "perm", "gap"])
+def test_a_pass_cut_after_k_steps_makes_the_first_k_steps_of_its_rounds(sampling):
+    oracle = as_oracle(_chain(40)[0])
+    start = solve(oracle, 0.1, max_passes=1, tol=0, random_state=0).state
+    whole, cut = start.copy(), start.copy()
+    r_whole, r_cut = [], []
+    minibatch_pass(oracle, whole, SerialExecutor(), np.random.default_rng(3), 4,
+                   sampling=sampling, rounds_out=r_whole)
+    calls = minibatch_pass(oracle, cut, SerialExecutor(), np.random.default_rng(3), 4,
+                           sampling=sampling, rounds_out=r_cut, n_steps=10)
+    assert calls == 10 and cut.n_steps - start.n_steps == 10
+    assert [len(r) for r in r_cut] == [4, 4, 2]
+    if sampling != "gap":                     # gap draws later rounds from the gaps
+        np.testing.assert_array_equal(np.concatenate(r_cut), np.concatenate(r_whole)[:10])
+    assert dual_objective(cut) >= dual_objective(start)
+
+
 # -- the rule -----------------------------------------------------------------------------
 
 HORSE_COSTS = dict(t_oracle=0.17, t_step=0.02, handoff=0.05)   # ms, docs/scaling.md
