@@ -110,10 +110,13 @@ def staleness_curve(rounds: Sequence[np.ndarray], gaps: np.ndarray) -> np.ndarra
 def staleness_efficiency(curve: np.ndarray | None) -> tuple[float, float] | tuple[None, None]:
     """E(tau), the mean of ``staleness_curve`` over the positions, and its tail: the
     mean over the later half of the positions, an upper bound of e(t) at every lag
-    t >= tau when staleness grows with the lag.  (None, None) for no curve."""
+    t >= tau when staleness grows with the lag.  Both at most 1: a stale corner's gap
+    is at most the fresh one's at the same iterate, so a larger value is sampling
+    noise (different blocks at different positions).  (None, None) for no curve."""
     if curve is None:
         return None, None
-    return float(np.nanmean(curve)), float(np.nanmean(curve[curve.shape[0] // 2:]))
+    return (min(1.0, float(np.nanmean(curve))),
+            min(1.0, float(np.nanmean(curve[curve.shape[0] // 2:]))))
 
 
 class AutoTau:
