@@ -47,6 +47,14 @@ without it, and the report says so).  For each problem:
   ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
   steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
 
+- **tau chosen by the run** (``--auto``, ``ssvm_core.autotau``): for each seed, serial
+  BCFW and ``solve(batch_blocks="auto", executor="threads", n_jobs=--workers)`` one
+  after the other (gap checks every ``--check-every`` passes on ``--workers`` threads
+  in both), ``--passes`` passes each; the time each takes to the gap serial BCFW
+  reaches after ``--target-passes`` passes (solver seconds, gap checks included), the
+  tau of every pass of the auto run, and in the summary the median ratio
+  ``time_to_bcfw_gap_vs_bcfw`` (the issue asks <= 1.10 on the synthetic HorseSeg).
+
 Writes a CSV (one row per measurement), a PNG (time per pass against tau;
 median gap against passes) and, with ``--json``, the report with the
 machine header.  Timings on a shared machine are noisy: the executors are
@@ -63,6 +71,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import math
 import os
 import statistics
 import time
@@ -321,6 +330,10 @@ def main(argv: list[str] | None = None) -> dict:
                         help="measure the bytes of w per round over ROUNDS rounds on Dask "
                         "(whole w against its changes) instead of timings and curves")
     parser.add_argument("--w-bytes-tau", type=int, default=16)
+    parser.add_argument("--auto", action="store_true",
+                        help="time to serial BCFW's gap after --target-passes passes of "
+                             "batch_blocks='auto' on --workers threads against serial BCFW "
+                             "(gap checks on --workers threads in both), interleaved by seed")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--png", default=None)
     parser.add_argument("--json", default=None)
@@ -379,9 +392,18 @@ def main(argv: list[str] | None = None) -> dict:
                                  f" of which idle {row['helper_idle_s']:.4f}, master's share "
                                  f"of calls {row['master_share']:.3f}")
                     print(line + ")  (s per pass)")
+            seeds = args.seeds[:args.pose_seeds] if pname == "pose" else args.seeds
+            if args.auto:
+                for row in _auto_runs(prob, seeds, args):
+                    row["problem"] = pname
+                    curve_rows.append(row)
+                    reached = "not reached" if row["auto_s"] is None else \
+                        f"{row['auto_s']:.3f} s"
+                    print(f"  auto, seed {row['seed']}: time to BCFW's gap after "
+                          f"{args.target_passes} passes {reached} against "
+                          f"{row['bcfw_s']:.3f} s; tau by pass {row['taus']}")
             if args.no_curves:
                 continue
-            seeds = args.seeds[:args.pose_seeds] if pname == "pose" else args.seeds
             for tau in args.taus:
                 finals = []
                 for seed in seeds:
@@ -434,6 +456,35 @@ def main(argv: list[str] | None = None) -> dict:
     return report
 
 
+def _time_to(history: list[dict], target: float) -> float | None:
+    """Solver seconds at the first gap check whose returned iterate's gap is <= target."""
+    for rec in history:
+        gap = rec["gap_avg"] if rec["iterate"] == "average" else rec["gap"]
+        if gap is not None and gap <= target:
+            return rec["time"]
+    return None
+
+
+def _auto_runs(prob: dict, seeds, args) -> list[dict]:
+    """Serial BCFW and ``batch_blocks="auto"`` on ``--workers`` threads, seed by seed: the
+    time each takes to the gap serial BCFW reaches after ``--target-passes`` passes."""
+    rows = []
+    for seed in seeds:
+        runs = {name: solve(prob["oracle"], prob["lam"], box=prob["box"],
+                            batch_blocks=1 if name == "bcfw" else "auto",
+                            executor=None if name == "bcfw" else "threads",
+                            n_jobs=args.workers, max_passes=args.passes,
+                            gap_check_every=args.check_every, tol=0, random_state=seed)
+                for name in ("bcfw", "auto")}
+        bcfw = runs["bcfw"].history
+        target = next(r["gap_avg"] for r in bcfw if r["pass"] == args.target_passes)
+        rows.append({"kind": "auto", "seed": seed, "pass": args.target_passes,
+                     "gap_avg": target, "bcfw_s": _time_to(bcfw, target),
+                     "auto_s": _time_to(runs["auto"].history, target),
+                     "taus": [r["batch_blocks"] for r in runs["auto"].history[1:]]})
+    return rows
+
+
 def _summarise(report: dict, args) -> None:
     """Speed-ups against serial BCFW and gaps at tau = 16 against tau = 1."""
     by = {(r["problem"], r["executor"], r["tau"]): r["pass_s"] for r in report["timings"]
@@ -451,9 +502,15 @@ def _summarise(report: dict, args) -> None:
                     summary[f"{pname}/{ename}/tau={tau}/speedup_vs_serial"] = \
                         same / by[(pname, ename, tau)]
         _summarise_pipeline(report, pname, base, args, summary)
+        auto = [r for r in report["curves"] if r["problem"] == pname and r["kind"] == "auto"]
+        if auto:
+            ratios = [math.inf if r["auto_s"] is None else r["auto_s"] / r["bcfw_s"]
+                      for r in auto]
+            summary[f"{pname}/auto/time_to_bcfw_gap_vs_bcfw"] = statistics.median(ratios)
         finals = {}
         for r in report["curves"]:
-            if r["problem"] == pname and r["pass"] == args.passes and "lag" not in r:
+            if (r["problem"] == pname and r["pass"] == args.passes and "lag" not in r
+                    and r["kind"] == "gap"):
                 finals.setdefault(r["tau"], []).append(r["gap_avg"])
         for tau, gaps in finals.items():
             summary[f"{pname}/tau={tau}/median_gap_after_{args.passes}"] = \
@@ -524,7 +581,7 @@ def _plot(report: dict, path: str) -> None:
         ax.legend()
         ax = axes[row][1]
         taus = sorted({r["tau"] for r in report["curves"]
-                       if r["problem"] == pname and "lag" not in r})
+                       if r["problem"] == pname and r["kind"] == "gap" and "lag" not in r})
         for tau in taus:
             rows = [r for r in report["curves"]
                     if r["problem"] == pname and r.get("tau") == tau and "lag" not in r]

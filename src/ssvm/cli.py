@@ -329,7 +329,7 @@ def _enter_executor(args: argparse.Namespace, stack: contextlib.ExitStack):
     """The executor of mini-batch rounds: a Dask client (entered on ``stack``, with its
     local cluster for --dask-local), "threads" (--n-jobs with --batch-blocks) or None."""
     if args.scheduler is None and args.dask_local is None:
-        return "threads" if args.n_jobs not in (None, 1) and args.batch_blocks > 1 else None
+        return "threads" if args.n_jobs not in (None, 1) and args.batch_blocks != 1 else None
     import distributed
 
     if args.scheduler is not None:
@@ -506,8 +506,17 @@ def _add_solver_options(parser: argparse.ArgumentParser, names, defaults=None,
                                 default=default, help=_help(text, default))
         else:
             kind = int if getattr(opt.constraint, "integer", False) else float
-            parser.add_argument(flag, dest=name, type=kind, default=default,
-                                help=_help(text, default))
+            words = getattr(opt.constraint, "words", ())
+            parser.add_argument(flag, dest=name, type=_number_or(kind, words) if words else kind,
+                                default=default, help=_help(text, default))
+
+
+def _number_or(kind: type, words: tuple[str, ...]):
+    """argparse type: one of ``words`` as is, else a number of ``kind``."""
+    def parse(text: str):
+        return text if text in words else kind(text)
+    parse.__name__ = " or ".join((kind.__name__,) + words)   # argparse's "invalid ... value"
+    return parse
 
 
 def _add_common(parser: argparse.ArgumentParser, names: list[str], what: str) -> None:

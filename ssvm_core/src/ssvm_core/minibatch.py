@@ -33,6 +33,7 @@ the serial replay up to rounding, whatever the number of threads.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -138,7 +139,8 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
                    line_search: bool = True, active_sets: bool = False, step: str = "fw",
                    cache: bool = False, cache_factor: float = 0.25, cache_nu: float = 0.01,
                    n_samples: int = 1, should_stop: Callable[[], bool] | None = None,
-                   parallel_steps: bool = False) -> int:
+                   parallel_steps: bool = False, rounds_out: list | None = None,
+                   n_steps: int | None = None) -> int:
     """One pass of n block steps in rounds of ``tau`` blocks; returns the oracle calls.
 
     Parameters
@@ -176,6 +178,12 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         Python (Dask, gap sampling, active sets) replay their steps in the master as
         before; so do a box, sparse blocks and oracles that need the GIL
         (``_batch.replay_fallback`` names the reason).
+    rounds_out : list or None, default None
+        The blocks of every round made are appended to it, in order (what
+        ``ssvm_core.autotau`` measures staleness from).
+    n_steps : int or None, default None
+        Make only the first ``n_steps`` block steps of the pass (the rounds drawn
+        for the whole pass, cut there); None: all n.
 
     Returns
     -------
@@ -188,13 +196,15 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
     threads = executor.local_threads(oracle)
     if threads is not None and not active_sets and sampling != "gap":
         # The rounds do not depend on the steps: draw them all, run them in C.
-        rounds = list(round_blocks(rng, sampling, state, int(tau)))
+        rounds = list(_first_steps(round_blocks(rng, sampling, state, int(tau)), n_steps))
+        if rounds_out is not None:
+            rounds_out.extend(rounds)
         bounds = np.cumsum([0] + [r.shape[0] for r in rounds]).astype(np.intp)
         run = replay_rounds if parallel_steps else fw_rounds
         return run(oracle, state, np.concatenate(rounds).astype(np.intp), bounds, line_search,
                    threads)
     calls = 0
-    for blocks in round_blocks(rng, sampling, state, int(tau)):
+    for blocks in _first_steps(round_blocks(rng, sampling, state, int(tau)), n_steps):
         ask = blocks
         if cache:
             ask = blocks[~predict_cache_hits(state, blocks, cache_factor, cache_nu, oracle)]
@@ -214,9 +224,24 @@ def minibatch_pass(oracle: MaxOracle, state: SolverState, executor: Executor,
         finally:
             calls += ask.shape[0] + replay.fallbacks
             state.record_steps(StepCounts(replaced=answers.replaced))
+        if rounds_out is not None:
+            rounds_out.append(blocks)
         if should_stop is not None and should_stop():
             break
     return calls
+
+
+def _first_steps(rounds: Iterator[np.ndarray], n_steps: int | None) -> Iterator[np.ndarray]:
+    """The rounds up to ``n_steps`` block steps in all (the last one cut); None: all.
+
+    Lazy, as ``round_blocks`` is: gap sampling draws a round after the earlier steps.
+    """
+    left = math.inf if n_steps is None else int(n_steps)
+    for blocks in rounds:
+        if left <= 0:
+            return
+        yield blocks if blocks.shape[0] <= left else blocks[:left]
+        left -= blocks.shape[0]
 
 
 def batch_fw_step(oracle: MaxOracle, state: SolverState, executor: Executor,

@@ -46,15 +46,19 @@ class Boolean:
 
 @dataclass(frozen=True)
 class Number:
-    """A real (or, with ``integer``, whole) number in [low, high], optionally None."""
+    """A real (or, with ``integer``, whole) number in [low, high], optionally None or
+    one of the strings ``words`` (e.g. "auto")."""
 
     low: float | None = None
     high: float | None = None
     integer: bool = False
     none: bool = False
     open_low: bool = False
+    words: tuple[str, ...] = ()
 
     def check(self, name: str, value: Any) -> None:
+        if isinstance(value, str) and value in self.words:
+            return
         if value is None:
             if self.none:
                 return
@@ -75,6 +79,7 @@ class Number:
             kind += f" {'>' if self.open_low else '>='} {self.low:g}"
         if self.high is not None:
             kind += f"{' and' if self.low is not None else ''} <= {self.high:g}"
+        kind += "".join(f" or {word!r}" for word in self.words)
         return kind + (" or None" if self.none else "")
 
 
@@ -292,15 +297,23 @@ OPTIONS: tuple[Option, ...] = (
                  "a round); none means 1 and -1 all cores."),
     Option("verbose", 0, Number(0, integer=True), "int", """
         0 silent, 1 a line per gap check, 2 a line per pass.""", cli=False),
-    Option("batch_blocks", 1, Number(1, integer=True), "int", """
+    Option("batch_blocks", 1, Number(1, integer=True, words=("auto",)), 'int or "auto"', """
         tau of mini-batch BCFW (Wang et al. 2016; ``ssvm_core.minibatch``):
         each round draws tau distinct blocks, makes their oracle calls at
         once (on ``executor``) and then applies the tau steps in the order
         drawn, each with its exact line search at the current iterate.  1 is
-        BCFW; with the serial executor it follows exactly the BCFW path.""",
+        BCFW; with the serial executor it follows exactly the BCFW path.
+        "auto" chooses tau between passes from the run's own measurements
+        (``ssvm_core.autotau``): the staleness efficiency (the mean block gap
+        of a round's stale steps over that of its fresh first steps) and the
+        wall time per step, starting from serial BCFW and doubling tau while
+        progress per second grows by 10%; 1 (serial BCFW) with one worker or
+        when staleness costs more than the workers give back.  The history
+        records every pass's tau, its efficiency and the reason.""",
         cli_help="Blocks per round of mini-batch BCFW (Wang et al. 2016): their oracle calls "
                  "run at once, in --n-jobs threads or on Dask, and their steps are then "
-                 "applied in turn; 1 is plain BCFW."),
+                 "applied in turn; 1 is plain BCFW; auto chooses it between passes from the "
+                 "measured staleness and time per step (1 when rounds do not pay)."),
     Option("parallel_steps", False, Boolean(), "bool", """
         With mini-batch rounds on threads of this process, make the block
         steps in the threads too (exact parallel replay,
@@ -398,6 +411,9 @@ def validate(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_combination(o: dict[str, Any]) -> None:
+    if o["batch"] and o["batch_blocks"] == "auto":
+        raise ValueError("batch_blocks='auto' chooses the rounds of block-coordinate FW; "
+                         "batch Frank-Wolfe (batch=True) has none")
     if o["batch"] and (o["step"] != "fw" or o["cache"]):
         raise ValueError("batch Frank-Wolfe supports neither away/pairwise steps nor "
                          "caching; use the block-coordinate solver (batch=False)")
@@ -421,9 +437,9 @@ def _check_combination(o: dict[str, Any]) -> None:
 
 def _check_pipeline(o: dict[str, Any]) -> None:
     """The options pipelined BCFW (``pipeline_lag``) does not take."""
-    if o["batch"] or o["batch_blocks"] > 1:
+    if o["batch"] or o["batch_blocks"] != 1:
         raise ValueError("pipeline_lag pipelines BCFW's block steps: batch=True and "
-                         "batch_blocks > 1 do not apply")
+                         "batch_blocks > 1 do not apply (nor batch_blocks='auto')")
     if o["parallel_steps"]:
         raise ValueError("pipeline_lag and parallel_steps are two designs (pipelined calls, "
                          "replayed mini-batch rounds): pick one")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ssvm_core import _active, _fw
+from ssvm_core.autotau import AutoTau
 from ssvm_core.base import BaseSSVM
 from ssvm_core.convergence import BUDGET_STATUSES, budget_message
 from ssvm_core.exceptions import ConvergenceWarning, WorkersLostError
@@ -83,7 +84,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           random_state=None,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
-          batch_blocks: int = 1, parallel_steps: bool = False,
+          batch_blocks: int | str = 1, parallel_steps: bool = False,
           executor=None, pipeline_lag: int | None = None,
           pipeline_cache_steps: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
@@ -117,7 +118,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     (sum of the latest block gap estimates), and on gap checks ``primal`` and
     ``gap`` (exact) and, with averaging, ``primal_avg``, ``dual_avg`` and
     ``gap_avg``, and ``iterate`` ("plain" or "average": the one returned and
-    certified from this check on); missing values are None.  Ctrl-C (SIGINT)
+    certified from this check on); missing values are None.  With
+    ``batch_blocks="auto"`` a record also holds the pass's ``batch_blocks``, its
+    ``staleness_efficiency`` (None at tau = 1), the next pass's tau
+    ``batch_blocks_next`` and ``batch_blocks_reason`` (``ssvm_core.autotau``).  Ctrl-C (SIGINT)
     or SIGTERM stops after the current pass (mini-batch rounds outside this
     process: after the current round; pipelined steps: after the current
     step, or within 64 steps on the compiled path) and returns the model; a second
@@ -137,11 +141,11 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     averaging = mode != "plain"              # keep the weighted average
     n_jobs = effective_n_jobs(n_jobs)
     pool = resolve_executor(executor, n_jobs)
-    rounds = batch_blocks > 1 or not isinstance(pool, SerialExecutor)
+    rounds = batch_blocks != 1 or not isinstance(pool, SerialExecutor)
     if parallel_steps and (not rounds or isinstance(pool, ShardExecutor)):
         raise ValueError("parallel_steps applies to mini-batch rounds: set batch_blocks > 1 "
                          "or a thread executor (not plain BCFW or shard rounds)")
-    pipe = None
+    pipe = auto = None
     active_sets = needs_active_sets(step, cache, n_samples, state)
     state = _prepare_state(oracle, lam, averaging, state, box, active_sets, cache_size,
                            psi_float32)
@@ -159,16 +163,21 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         one_pass = functools.partial(pool.start(oracle, state, sampling).one_pass, rng)
     else:
         one_pass = functools.partial(
-            _one_pass, oracle, state, rng, pool, batch=batch, rounds=rounds,
-            active_sets=active_sets, batch_blocks=batch_blocks, sampling=sampling,
-            line_search=line_search, step=step, cache=cache, cache_factor=cache_factor,
-            cache_nu=cache_nu, n_samples=n_samples, parallel_steps=parallel_steps)
+            _one_pass, oracle, state, rng, pool, batch=batch, active_sets=active_sets,
+            sampling=sampling, line_search=line_search, step=step, cache=cache,
+            cache_factor=cache_factor, cache_nu=cache_nu, n_samples=n_samples,
+            parallel_steps=parallel_steps)
+        if batch_blocks == "auto":
+            auto = AutoTau(oracle.n_blocks, _workers(pool, oracle), verbose=verbose)
+            one_pass = functools.partial(auto.one_pass, state, one_pass)
+        else:
+            one_pass = functools.partial(one_pass, rounds=rounds, batch_blocks=batch_blocks)
     budgets = Budgets(max_passes, max_oracle_calls, time_budget)
     run = _FrankWolfeLoop(oracle, state, rng, budgets, one_pass, mode=mode, tol=tol,
                           gap_check_every=gap_check_every, gap_check_growth=gap_check_growth,
                           initial_gap_pass=initial_gap_pass,
                           callback=callback, n_jobs=n_jobs, verbose=verbose,
-                          pool=None if isinstance(pool, SerialExecutor) else pool)
+                          pool=None if isinstance(pool, SerialExecutor) else pool, auto=auto)
     replaced_before = state.replaced_answers
     with pool if pool is not executor or isinstance(pool, ShardExecutor) else \
             contextlib.nullcontext(), pipe if pipe is not None else contextlib.nullcontext():
@@ -201,9 +210,9 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
 
 def _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling) -> None:
     """Refuse the options shard rounds do not take (``ssvm_core.shards``)."""
-    if batch or batch_blocks > 1:
+    if batch or batch_blocks != 1:
         raise ValueError("shard rounds (ShardExecutor) run BCFW on each shard: batch=True and "
-                         "batch_blocks > 1 do not apply")
+                         "batch_blocks > 1 do not apply (nor batch_blocks='auto')")
     if active_sets:
         raise ValueError("shard rounds take plain FW block steps: step='fw', no cache, "
                          "n_samples=1, and a state without active sets")
@@ -214,12 +223,21 @@ def _check_shard_options(batch, batch_blocks, active_sets, line_search, sampling
         raise ValueError("shard rounds sample 'uniform', 'perm' or 'seq', not 'gap'")
 
 
+def _workers(pool, oracle) -> int:
+    """Oracle calls ``pool`` runs at once for ``oracle`` (what ``batch_blocks="auto"`` weighs)."""
+    threads = pool.local_threads(oracle)
+    return pool.n_workers if threads is None else min(pool.n_workers, threads)
+
+
 def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blocks, sampling,
               line_search, step, cache, cache_factor, cache_nu, n_samples,
-              parallel_steps=False, should_stop=None) -> int:
+              parallel_steps=False, should_stop=None, rounds_out=None, n_steps=None) -> int:
     """One pass of the Frank-Wolfe variant the options pick; returns its oracle calls.
 
-    ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds.
+    ``should_stop`` (a callable) may end a pass of mini-batch rounds between rounds;
+    ``rounds_out`` (a list) receives the rounds of a pass of mini-batch rounds;
+    ``n_steps`` makes only the first that many block steps of the pass (None: all;
+    ``batch_blocks="auto"`` splits a pass that tries a tau in two).
     """
     if batch and rounds:
         batch_fw_step(oracle, state, pool, line_search)
@@ -230,15 +248,17 @@ def _one_pass(oracle, state, rng, pool, *, batch, rounds, active_sets, batch_blo
                               line_search=line_search, active_sets=active_sets, step=step,
                               cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
                               n_samples=n_samples, should_stop=should_stop,
-                              parallel_steps=parallel_steps)
+                              parallel_steps=parallel_steps, rounds_out=rounds_out,
+                              n_steps=n_steps)
     elif active_sets:
-        order, uniforms = _block_order(rng, sampling, state)
+        order, uniforms = _block_order(rng, sampling, state, n_steps)
         return _active.active_pass(oracle, state, order, step=step, line_search=line_search,
                                    cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
                                    n_samples=n_samples, gap_uniforms=uniforms).oracle_calls
     else:
-        order, uniforms = _block_order(rng, sampling, state)
+        order, uniforms = _block_order(rng, sampling, state, n_steps)
         _fw.bcfw_pass(oracle, state, order, line_search, uniforms)
+        return order.shape[0] + (0 if uniforms is None else uniforms.shape[0])
     return oracle.n_blocks
 
 
@@ -248,11 +268,13 @@ class _FrankWolfeLoop(PassLoop):
     VERBOSE_FIELDS = (("dual", ".6g"), ("gap", ".3e"), ("gap_avg", ".3e"))
 
     def __init__(self, oracle, state, rng, budgets, one_pass, *, mode, tol, gap_check_every,
-                 gap_check_growth, initial_gap_pass, callback, n_jobs, verbose, pool):
+                 gap_check_growth, initial_gap_pass, callback, n_jobs, verbose, pool,
+                 auto=None):
         super().__init__(state, rng, oracle.n_blocks, budgets, gap_check_every, callback,
                          verbose)
         self.check_growth = gap_check_growth
         self.oracle, self.pool, self.n_jobs = oracle, pool, n_jobs
+        self.auto = auto                     # AutoTau of batch_blocks="auto", or None
         self._pass = one_pass
         self.mode, self.averaging = mode, mode != "plain"
         self.tol, self.initial_gap_pass = tol, initial_gap_pass
@@ -372,6 +394,8 @@ class _FrankWolfeLoop(PassLoop):
                "primal": None, "gap": None, "iterate": None}
         if self.averaging:
             rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
+        if self.auto is not None:
+            rec.update(self.auto.record())
         return rec
 
 
@@ -423,13 +447,16 @@ def _estimate_below(state: SolverState, threshold: float) -> bool:
     return not np.isnan(estimates).any() and float(estimates.sum()) <= threshold
 
 
-def _block_order(rng, sampling: str, state: SolverState):
-    """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``)."""
+def _block_order(rng, sampling: str, state: SolverState, n_steps: int | None = None):
+    """``(order, gap_uniforms)`` of one BCFW pass of n steps (see ``bcfw_pass``), or of its
+    first ``n_steps`` steps."""
     n = state.n_blocks
+    k = n if n_steps is None else min(int(n_steps), n)
     if sampling == "gap":
         unvisited = rng.permutation(np.flatnonzero(np.isnan(state.block_gap_estimates)))
-        return unvisited.astype(np.intp), rng.random(n - unvisited.shape[0])
-    return sampling_order(rng, sampling, n), None
+        uniforms = rng.random(n - unvisited.shape[0])
+        return unvisited[:k].astype(np.intp), uniforms[:max(0, k - unvisited.shape[0])]
+    return sampling_order(rng, sampling, n)[:k], None
 
 
 class FrankWolfeSSVM(BaseSSVM):
@@ -489,7 +516,7 @@ class FrankWolfeSSVM(BaseSSVM):
                  gap_check_every: int = 10, gap_check_growth: float = 0.0,
                  initial_gap_pass: bool = True, warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
-                 batch_blocks: int = 1, parallel_steps: bool = False, executor=None,
+                 batch_blocks: int | str = 1, parallel_steps: bool = False, executor=None,
                  pipeline_lag: int | None = None, pipeline_cache_steps: int = 0):
         self.model = model
         self.lam = lam
