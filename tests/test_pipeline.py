@@ -462,3 +462,21 @@ def test_the_helpers_copy_of_w_follows_moves_made_between_passes():
         states.append(state)
     np.testing.assert_array_equal(states[0].v, states[1].v)
     _assert_v_is_sum(states[1])
+
+
+def test_bench_pipeline_work_runs_the_pass_it_names(capsys):
+    """The instruction-count script: the pipelined pass from the warm state does not
+    depend on the threads, and with a lag it differs from the serial pass."""
+    from strategies import load_bench_script
+    script = load_bench_script("bench_pipeline_work")
+    common = ["--synthetic", "40", "--warm", "2"]
+    one = script.main(common + ["--pass", "pipeline", "--lag", "3", "--threads", "1"])
+    two = script.main(common + ["--pass", "pipeline", "--lag", "3", "--threads", "2"])
+    serial = script.main(common + ["--pass", "serial"])
+    np.testing.assert_array_equal(one.w, two.w)
+    assert one.n_steps == two.n_steps == serial.n_steps == 3 * 40
+    assert np.abs(one.w - serial.w).max() > 0
+    _assert_v_is_sum(one)
+    out = capsys.readouterr().out
+    assert out.count("ocr_like(40) pipeline pass") == 2 and "master" in out
+    assert "ocr_like(40) serial pass" in out
