@@ -429,7 +429,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger
                 use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
             if not opt.cache:
-                _score_atoms(blk, st.answer_frame(c, p.w))
+                _score_atoms(blk, st.answer_frame(oracle, i, c, p.w))
             for k in range(n_got):          # the atoms' coordinates enter the block's frame
                 st.mark(i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block

@@ -104,7 +104,7 @@ cdef class BlockStore:
                             const Primal* p, float64_t delta_ell, float64_t lam,
                             float64_t gamma_max, float64_t* work,
                             float64_t* gain) except? -1 nogil
-    cdef float64_t dot(self, intp_t i, const float64_t* w,
+    cdef float64_t dot(self, MaxOracle oracle, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil
     cdef const float64_t* frame(self, const Corner* c, intp_t i,
                                 float64_t* s) noexcept nogil
@@ -112,7 +112,7 @@ cdef class BlockStore:
     cdef void mark(self, intp_t i, const int32_t* idx, intp_t nnz) noexcept nogil
     cdef const float64_t* atom_frame(self, MaxOracle oracle, intp_t i, const float64_t* w,
                                      float64_t* theta) except? NULL nogil
-    cdef const float64_t* answer_frame(self, const Corner* c,
+    cdef const float64_t* answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
                                        const float64_t* w) noexcept nogil
     cdef Entries entries(self, const Corner* c) noexcept nogil
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
@@ -155,3 +155,5 @@ cdef class CompactStore(BlockStore):
     cdef void _drop_lists(self) noexcept nogil
     cdef intp_t _form(self, intp_t i, float64_t a, const float64_t* s, float64_t c,
                       Direction* e) noexcept nogil
+    cdef void _alias_marked(self, MaxOracle oracle, intp_t i, const float64_t* w,
+                            float64_t* theta) noexcept nogil

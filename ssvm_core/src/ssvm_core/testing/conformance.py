@@ -37,7 +37,9 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
       identities of its block basis A_i (``_check_compact_block``), each named
       when it fails: ``solve`` with the coordinate buffers returns the same
       answer; A_i q_i(y) = psi_i(y) for the answer of ``solve`` and of
-      ``evaluate``; theta = A_i^T w (``coord_scores``); with ``coords_only``
+      ``evaluate``; theta = A_i^T w (``coord_scores``, and ``solve``'s theta
+      with its aliased entries read in w); the aliased coordinates of
+      ``coord_alias`` are unit columns of A_i at their entries of w; with ``coords_only``
       the coordinates, theta, loss and score are unchanged; for random sparse
       directions e, <e, A_i^T w> = <A_i e, w>, ``coord_sqnorm`` = ||A_i e||^2
       and ``coord_add`` adds A_i e (and c2 A_i e); the ground truth's
@@ -232,6 +234,17 @@ def _check_compact_block(mo, i: int, w: np.ndarray, answer: tuple, truth, rng, t
     e_tol = _tol(tol, w, e, Ae)
     _close(float(e @ scores), float(Ae @ w), e_tol,
            f"{where}: identity <e, A_i^T w> = <A_i e, w> (coord_scores vs coord_expand)")
+    n_own, w_at = mo.coord_alias_py(i)
+    if not 0 <= n_own <= m or (n_own < m and not 0 <= w_at <= mo.n_features - (m - n_own)):
+        raise AssertionError(f"{where}: coord_alias gives ({n_own}, {w_at}) outside the "
+                             f"block's {m} coordinates or w's {mo.n_features} entries")
+    if n_own < m:                       # aliased coordinates: unit columns of A_i
+        e_alias = np.where(np.arange(m) >= n_own, e, 0.0)
+        unit = np.zeros(mo.n_features)
+        unit[w_at:w_at + m - n_own] = e_alias[n_own:]
+        _close(mo.coord_expand_py(i, e_alias), unit, e_tol,
+               f"{where}: identity A_i e_c = the unit vector of w[w_at + c - n] for the "
+               "aliased coordinates c >= n (coord_alias)")
     _close(mo.coord_sqnorm_py(i, e), float(Ae @ Ae), e_tol * (1.0 + float(np.abs(Ae).sum())),
            f"{where}: identity coord_sqnorm(e) = ||A_i e||^2")
     out, out2 = np.ones(mo.n_features), np.zeros(mo.n_features)
