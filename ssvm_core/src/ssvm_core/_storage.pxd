@@ -51,6 +51,14 @@ cdef struct Direction:
     int32_t* pos                # n_features entries, -1 between uses (with a box)
 
 
+cdef struct ScoreFrame:
+    # What the atoms' scores read (BlockStore.answer_frame): x[c] for c < n_own, then
+    # alias[c - n_own] (a compact oracle's aliased theta entries, in w; see coord_alias).
+    const float64_t* x
+    intp_t n_own
+    const float64_t* alias
+
+
 cdef struct Formed:
     # A direction of block ``block`` formed for the exact parallel replay
     # (``_batch._Replay``) and kept for its round, in slots of the sizes
@@ -112,8 +120,8 @@ cdef class BlockStore:
     cdef void mark(self, intp_t i, const int32_t* idx, intp_t nnz) noexcept nogil
     cdef const float64_t* atom_frame(self, MaxOracle oracle, intp_t i, const float64_t* w,
                                      float64_t* theta) except? NULL nogil
-    cdef const float64_t* answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                       const float64_t* w) noexcept nogil
+    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
+                                 const float64_t* w) noexcept nogil
     cdef Entries entries(self, const Corner* c) noexcept nogil
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil
@@ -155,5 +163,3 @@ cdef class CompactStore(BlockStore):
     cdef void _drop_lists(self) noexcept nogil
     cdef intp_t _form(self, intp_t i, float64_t a, const float64_t* s, float64_t c,
                       Direction* e) noexcept nogil
-    cdef void _alias_marked(self, MaxOracle oracle, intp_t i, const float64_t* w,
-                            float64_t* theta) noexcept nogil

@@ -459,9 +459,9 @@ cdef class BlockStore:
                                      float64_t* theta) except? NULL nogil:
         return w
 
-    cdef const float64_t* answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                       const float64_t* w) noexcept nogil:
-        return w
+    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
+                                 const float64_t* w) noexcept nogil:
+        return ScoreFrame(w, self.n_features, NULL)
 
     cdef Entries entries(self, const Corner* c) noexcept nogil:
         """The corner's vector as an atom keeps it: psi (sparse, or dense values)."""
@@ -1265,39 +1265,12 @@ cdef class CompactStore(BlockStore):
         oracle.coord_scores(i, w, theta)
         return theta
 
-    cdef const float64_t* answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                       const float64_t* w) noexcept nogil:
-        """solve's theta, with the aliased entries the atoms read (the block's marked
-        ones) copied in from w."""
-        self._alias_marked(oracle, i, w, c.theta)
-        return c.theta
-
-    cdef void _alias_marked(self, MaxOracle oracle, intp_t i, const float64_t* w,
-                            float64_t* theta) noexcept nogil:
-        """theta[k] = w[at + k - n] for block i's marked coordinates k >= n (``coord_alias``:
-        the entries of A_i^T w that solve leaves to w)."""
-        cdef intp_t at = 0, q, k
+    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
+                                 const float64_t* w) noexcept nogil:
+        """solve's theta, its aliased entries read in w (``coord_alias``)."""
+        cdef intp_t at = 0
         cdef intp_t n_own = oracle.coord_alias(i, &at)
-        cdef intp_t n_words = self._mask_ptr[i + 1] - self._mask_ptr[i]
-        cdef const uint64_t* words = self._mask + self._mask_ptr[i]
-        cdef const CoordList* lst
-        cdef uint64_t bits
-        if n_own >= self._ptr[i + 1] - self._ptr[i]:
-            return
-        if self._lists != NULL:
-            lst = &self._lists[i]
-            q = lst.n - 1
-            while q >= 0 and lst.idx[q] >= n_own:
-                theta[lst.idx[q]] = w[at + lst.idx[q] - n_own]
-                q -= 1
-            return
-        for q in range(n_own >> 6, n_words):
-            bits = words[q]
-            while bits:
-                k = (q << 6) + ssvm_ctz64(bits)
-                bits &= bits - 1
-                if k >= n_own:
-                    theta[k] = w[at + k - n_own]
+        return ScoreFrame(c.theta, n_own, w + at)
 
     cdef Entries entries(self, const Corner* c) noexcept nogil:
         """The corner's vector as an atom keeps it: q_i(y) in block coordinates."""
