@@ -15,9 +15,14 @@ over the L + S states], loss on the visible nodes.
 A completed labelling h (the models' "labels" for ``bind``, ``joint_feature``
 and ``loss``) gives every node its state.  Loss-augmented decoding, decoding
 and the completion ``latent(x, y, w)`` (the best h whose labels are y) all run
-``decode_potentials``: exact on forests, on binary submodular tables and on
-tiny graphs, flagged approximate elsewhere (the bound oracle's ``exact``
-turns False after an approximate answer).
+``decode_potentials``: exact on forests, on binary submodular tables, on
+tiny graphs and, with ``inference="auto"``, on loopy graphs small enough for
+the integer program of ``ssvm_oracles.ilp`` (``ilp.AUTO_MAX_VARIABLES``);
+``inference="ilp"`` solves that program on every graph.  Elsewhere answers
+are flagged approximate (the bound oracle's ``exact`` turns False after an
+approximate answer).  An exact completion and exact loss-augmented answers
+make every CCCP round of ``ssvm_core.LatentSSVM`` a certified convex problem
+whose objective cannot increase.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from ssvm_core.validation import check_weights
 from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
 from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature, symmetric_index
+from ssvm_oracles.potentials import check_decode_inference
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
 
@@ -68,8 +74,9 @@ class _LatentPairwise(PairwiseStatesModel, LatentModel):
     def latent(self, x, y, w) -> np.ndarray:
         """The completion argmax_h <w, phi(x, h)> over the h whose labels are y.
 
-        Exact on forests, binary submodular tables and tiny graphs (see the
-        module docstring); an approximate answer is still consistent with y.
+        Exact on forests, binary submodular tables, tiny graphs and graphs small
+        enough for the integer program (see the module docstring); an approximate
+        answer is still consistent with y.
         """
         (ex,) = self._examples([x])
         y = self._flat_y(ex, y)
@@ -90,6 +97,12 @@ class _LatentPairwise(PairwiseStatesModel, LatentModel):
             labels = self._visible_labels(ex, np.asarray(h).ravel())
             out.append(labels.reshape(np.shape(h)) if not self._has_hidden_nodes else labels)
         return out
+
+
+def _base_inference(inference: str) -> str:
+    """The ``GraphModel`` inference of a latent model's base (which never decodes: the
+    latent model decodes by ``decode_potentials``, which also takes "ilp")."""
+    return "auto" if check_decode_inference(inference) == "ilp" else inference
 
 
 def _states_per_label(n_labels: int, n_states_per_label) -> np.ndarray:
@@ -144,9 +157,13 @@ class LatentGraphModel(_LatentPairwise):
         Number of visible labels L (>= 2).
     n_states_per_label : int or sequence of L ints, default 2
         Hidden states of each label.
-    n_features, n_edge_features, directed, inference, symmetric_edge_features, \
+    n_features, n_edge_features, directed, symmetric_edge_features, \
     antisymmetric_edge_features, max_iter, damping, max_brute
         As in ``GraphModel`` (over the K states).
+    inference : str, default "auto"
+        ``decode_potentials``' names: ``GraphModel``'s, or ``"ilp"`` (the exact
+        integer program on every graph); ``"auto"`` is exact wherever the
+        module docstring says.
     class_weight : array (L,), optional
         Loss weight of each true label (ones if omitted).
     random_state : int, default 0
@@ -170,10 +187,10 @@ class LatentGraphModel(_LatentPairwise):
         self._state_label = np.repeat(np.arange(self.n_labels), self.n_states_per_label)
         self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
-        self.base = self._base_model(n_features, n_edge_features, directed, inference,
-                                     symmetric_edge_features, antisymmetric_edge_features,
-                                     max_iter, damping, max_brute)
-        self.inference, self.max_iter = self.base.inference, self.base.max_iter
+        self.base = self._base_model(n_features, n_edge_features, directed,
+                                     _base_inference(inference), symmetric_edge_features,
+                                     antisymmetric_edge_features, max_iter, damping, max_brute)
+        self.inference, self.max_iter = inference, self.base.max_iter
         self.damping, self.max_brute = self.base.damping, self.base.max_brute
 
     def _base_model(self, n_features, n_edge_features, directed, inference, symmetric,
@@ -316,7 +333,7 @@ class LatentNodeModel(_LatentPairwise):
     n_features : int, optional
         F; taken from the data if omitted.
     inference : str, default "auto"
-        As in ``GraphModel``.
+        As in ``LatentGraphModel``.
     class_weight : array (L,), optional
     latent_node_features : bool, default False
     n_edge_features : int, optional
@@ -345,12 +362,13 @@ class LatentNodeModel(_LatentPairwise):
                                             np.full(self.n_hidden_states, -1)])
         self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
-        self.base = GraphModel(self.n_states, n_features, n_edge_features, inference=inference,
+        self.base = GraphModel(self.n_states, n_features, n_edge_features,
+                               inference=_base_inference(inference),
                                symmetric_edge_features=symmetric_edge_features,
                                antisymmetric_edge_features=antisymmetric_edge_features,
                                max_iter=max_iter, damping=damping, max_brute=max_brute)
         self.n_features, self.n_edge_features = self.base.n_features, n_edge_features
-        self.inference, self.max_iter = self.base.inference, self.base.max_iter
+        self.inference, self.max_iter = inference, self.base.max_iter
         self.damping, self.max_brute = self.base.damping, self.base.max_brute
 
     def __repr__(self) -> str:
