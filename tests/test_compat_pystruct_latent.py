@@ -39,7 +39,7 @@ def test_latent_ssvm_continues_a_subgradient_base_across_rounds():
 
     def learner():
         crf = LatentGridCRF(n_labels=2, n_states_per_label=2)
-        return SubgradientSSVM(crf, max_iter=2, C=10.0, learning_rate=0.01, decay_exponent=0)
+        return SubgradientSSVM(crf, max_iter=2, C=10.0, learning_rate=0.1, decay_exponent=0)
 
     clf = LatentSSVM(learner(), latent_iter=2).fit(X, Y)
     assert len(clf.changes_) == 1 and clf.changes_[0] > 0      # a second round ran
