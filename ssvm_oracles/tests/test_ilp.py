@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
+from ssvm_core import primal_objective, solve
 from ssvm_core.latent import LatentSSVM
-from ssvm_oracles.graph import grid_edges
+from ssvm_oracles.graph import GraphModel, grid_edges
 from ssvm_oracles.ilp import (
     AUTO_MAX_VARIABLES,
     ilp_decode,
@@ -179,3 +180,43 @@ def test_importing_the_packages_does_not_import_networkx():
             "print('networkx' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("edge_features", [False, True])
+def test_graph_model_ilp_oracle_is_exact_loss_augmented_and_in_prediction(seed, edge_features):
+    rng = np.random.default_rng(seed)
+    K, n = 3, 5
+    edges = _loopy_graph(rng, n)
+    x = (rng.normal(size=(n, 2)), edges)
+    if edge_features:
+        x = x + (rng.normal(size=(len(edges), 2)),)
+    model = GraphModel(K, inference="ilp", class_weight=[1.0, 2.0, 0.5],
+                       antisymmetric_edge_features=[1] if edge_features else ())
+    y = rng.integers(0, K, n)
+    oracle = model.bind([x], [y])
+    w = rng.normal(size=oracle.n_features)
+    z, psi, loss = oracle.solve(0, w)
+    cands = list(model.enumerate_labellings(x))
+    best = max(model.loss(y, c) + w @ model.joint_feature(x, c) for c in cands)
+    assert loss + w @ model.joint_feature(x, z) == pytest.approx(best)
+    np.testing.assert_allclose(psi, model.joint_feature(x, y) - model.joint_feature(x, z))
+    assert loss == model.loss(y, z) and oracle.exact
+    (pred,) = model.predict([x], w)
+    assert w @ model.joint_feature(x, pred) == pytest.approx(
+        max(w @ model.joint_feature(x, c) for c in cands))
+
+
+def test_graph_model_ilp_training_ends_certified_with_the_brute_force_objective():
+    rng = np.random.default_rng(0)
+    X, Y = [], []
+    for _ in range(4):
+        y = rng.integers(0, 3, 6)
+        X.append((np.eye(3)[y] + rng.normal(scale=1.0, size=(6, 3)), _loopy_graph(rng, 6)))
+        Y.append(y)
+    oracle = GraphModel(3, inference="ilp").bind(X, Y)
+    result = solve(oracle, 1.0, step="pairwise", tol=1e-2, max_passes=300, random_state=0)
+    assert result.certified and result.gap <= 1e-2
+    brute = GraphModel(3, inference="brute").bind(X, Y)
+    assert primal_objective(oracle, 1.0, result.w) == pytest.approx(
+        primal_objective(brute, 1.0, result.w), rel=1e-12)

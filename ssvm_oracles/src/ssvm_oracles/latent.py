@@ -35,25 +35,9 @@ from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature, symmetric_index
-from ssvm_oracles.potentials import check_decode_inference
+from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
-
-
-def _pairwise_tables(base: GraphModel, g, weights: np.ndarray, E: int | None) -> np.ndarray:
-    """(m, K, K) pairwise scores of graph g from ``GraphModel`` ``base``'s pairwise weights."""
-    K, m = base.n_states, g.edges.shape[0]
-    if m == 0:
-        return np.zeros((0, K, K))
-    if E is not None:
-        tables = weights.reshape(E, K, K).copy()
-        for f, sign in enumerate(base._edge_sym(E)):
-            if sign:
-                tables[f] = (tables[f] + sign * tables[f].T) / 2.0
-        return np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
-    table = weights.reshape(K, K) if base.directed else weights[symmetric_index(K)]
-    return np.broadcast_to(table, (m, K, K))
 
 
 class _LatentPairwise(PairwiseStatesModel, LatentModel):
@@ -97,12 +81,6 @@ class _LatentPairwise(PairwiseStatesModel, LatentModel):
             labels = self._visible_labels(ex, np.asarray(h).ravel())
             out.append(labels.reshape(np.shape(h)) if not self._has_hidden_nodes else labels)
         return out
-
-
-def _base_inference(inference: str) -> str:
-    """The ``GraphModel`` inference of a latent model's base (which never decodes: the
-    latent model decodes by ``decode_potentials``, which also takes "ilp")."""
-    return "auto" if check_decode_inference(inference) == "ilp" else inference
 
 
 def _states_per_label(n_labels: int, n_states_per_label) -> np.ndarray:
@@ -187,10 +165,10 @@ class LatentGraphModel(_LatentPairwise):
         self._state_label = np.repeat(np.arange(self.n_labels), self.n_states_per_label)
         self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
-        self.base = self._base_model(n_features, n_edge_features, directed,
-                                     _base_inference(inference), symmetric_edge_features,
-                                     antisymmetric_edge_features, max_iter, damping, max_brute)
-        self.inference, self.max_iter = inference, self.base.max_iter
+        self.base = self._base_model(n_features, n_edge_features, directed, inference,
+                                     symmetric_edge_features, antisymmetric_edge_features,
+                                     max_iter, damping, max_brute)
+        self.inference, self.max_iter = self.base.inference, self.base.max_iter
         self.damping, self.max_brute = self.base.damping, self.base.max_brute
 
     def _base_model(self, n_features, n_edge_features, directed, inference, symmetric,
@@ -228,7 +206,7 @@ class LatentGraphModel(_LatentPairwise):
         F = g.nodes.shape[1]
         E = None if g.edge_features is None else g.edge_features.shape[1]
         unary = np.asarray(g.nodes @ w[:K * F].reshape(K, F).T, dtype=np.float64)
-        return unary, _pairwise_tables(self.base, g, w[K * F:], E)
+        return unary, self.base._pairwise_tables(g, w[K * F:], E)
 
     def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         width = int(self.n_states_per_label.max())
@@ -362,13 +340,12 @@ class LatentNodeModel(_LatentPairwise):
                                             np.full(self.n_hidden_states, -1)])
         self.class_weight = check_class_weight(class_weight, self.n_labels)
         self.random_state = random_state
-        self.base = GraphModel(self.n_states, n_features, n_edge_features,
-                               inference=_base_inference(inference),
+        self.base = GraphModel(self.n_states, n_features, n_edge_features, inference=inference,
                                symmetric_edge_features=symmetric_edge_features,
                                antisymmetric_edge_features=antisymmetric_edge_features,
                                max_iter=max_iter, damping=damping, max_brute=max_brute)
         self.n_features, self.n_edge_features = self.base.n_features, n_edge_features
-        self.inference, self.max_iter = inference, self.base.max_iter
+        self.inference, self.max_iter = self.base.inference, self.base.max_iter
         self.damping, self.max_brute = self.base.damping, self.base.max_brute
 
     def __repr__(self) -> str:
@@ -441,7 +418,7 @@ class LatentNodeModel(_LatentPairwise):
         K, F, R = self.n_states, ex.graph.nodes.shape[1], self._unary_rows
         unary = np.zeros((ex.graph.nodes.shape[0], K))
         unary[:, :R] = np.asarray(ex.graph.nodes @ w[:R * F].reshape(R, F).T)
-        return unary, _pairwise_tables(self.base, ex.graph, w[R * F:], self.n_edge_features)
+        return unary, self.base._pairwise_tables(ex.graph, w[R * F:], self.n_edge_features)
 
     def joint_feature(self, x, h) -> np.ndarray:
         (ex,) = self._examples([x])

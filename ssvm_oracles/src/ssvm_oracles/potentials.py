@@ -29,13 +29,13 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm_oracles.graph import INFERENCE, GraphModel
+from ssvm_oracles.graph import GRAPH_INFERENCE, GraphModel
 from ssvm_oracles.ilp import AUTO_MAX_VARIABLES, ilp_decode, n_variables
 
 __all__ = ["DECODE_INFERENCE", "check_decode_inference", "decode_potentials", "gather_local"]
 
-#: The inference names ``decode_potentials`` takes: ``GraphModel``'s and the integer program.
-DECODE_INFERENCE = INFERENCE + ("ilp",)
+#: The inference names ``decode_potentials`` takes (``GraphModel``'s).
+DECODE_INFERENCE = GRAPH_INFERENCE
 
 
 def check_decode_inference(inference: str) -> str:
