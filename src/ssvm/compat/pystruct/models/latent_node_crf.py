@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ssvm.compat.pystruct.inference.inference_methods import inference_dispatch
-from ssvm.compat.pystruct.inference.methods import engine_method, engine_options, split_method
+from ssvm.compat.pystruct.inference.methods import decode_method, engine_options, split_method
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm.compat.pystruct.models.crf import CRF
 from ssvm.compat.pystruct.utils.inference import expand_sym
@@ -93,7 +93,7 @@ class LatentNodeCRF(CRF):
         if self.size_joint_feature is None:
             raise ValueError("LatentNodeCRF sizes are unknown; call initialize(X, Y) first")
         return LatentNodeModel(self.n_labels, self.n_hidden_states, self.n_features,
-                               inference=engine_method(self.inference_method, self.n_states),
+                               inference=decode_method(self.inference_method, self.n_states),
                                class_weight=self.class_weight,
                                latent_node_features=self.latent_node_features,
                                **self._edge_options(), **engine_options(self.inference_method))

@@ -1,0 +1,222 @@
+"""The integer program of ``ssvm_oracles.ilp`` against brute force, and where it is used."""
+
+import itertools
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ssvm_core import primal_objective, solve
+from ssvm_core.latent import LatentSSVM
+from ssvm_oracles.graph import GraphModel, grid_edges
+from ssvm_oracles.ilp import (
+    AUTO_MAX_VARIABLES,
+    ilp_decode,
+    local_polytope,
+    n_variables,
+    solve_local_polytope,
+)
+from ssvm_oracles.latent import LatentGraphModel, LatentGridModel
+from ssvm_oracles.potentials import decode_potentials
+
+
+def _score(u, pw, edges, z):
+    z = np.asarray(z)
+    return float(u[np.arange(len(z)), z].sum()
+                 + pw[np.arange(len(edges)), z[edges[:, 0]], z[edges[:, 1]]].sum())
+
+
+def _loopy_graph(rng, n):
+    """A random connected graph on n nodes with cycles: a ring plus random chords."""
+    ring = [(i, (i + 1) % n) for i in range(n)]
+    chords = [(i, j) for i in range(n) for j in range(i + 2, n)
+              if (i, j) != (0, n - 1) and rng.random() < 0.3]
+    return np.array(ring + chords, dtype=np.int64)
+
+
+def _brute(u, pw, edges, allowed=None):
+    n, K = u.shape
+    ranges = [range(K)] * n if allowed is None else [range(a) for a in allowed]
+    return max(_score(u, pw, edges, z) for z in itertools.product(*ranges))
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("ties", [False, True])
+def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties):
+    rng = np.random.default_rng(seed)
+    n, K = int(rng.integers(3, 7)), int(rng.integers(2, 5))
+    edges = _loopy_graph(rng, n)
+    draw = (lambda size: rng.integers(-2, 3, size=size).astype(float)) if ties else (
+        lambda size: rng.normal(size=size))
+    u, pw = draw((n, K)), draw((len(edges), K, K))
+    z = ilp_decode(u, pw, edges)
+    assert z.dtype == np.int32 and z.shape == (n,)
+    # ties: several maximisers may exist; the answer must score as the best one
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
+    allowed = rng.integers(1, K + 1, size=n)
+    z = ilp_decode(u, pw, edges, n_allowed=allowed)
+    assert np.all(z < allowed)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges, allowed), abs=1e-9)
+    # the LP relaxation bounds the integer optimum from above, and its score is attained
+    relaxed = solve_local_polytope(u, pw, edges)
+    assert relaxed.score >= _brute(u, pw, edges) - 1e-9
+    exact = solve_local_polytope(u, pw, edges, integral=True)
+    assert exact.score == pytest.approx(_brute(u, pw, edges), abs=1e-7)
+    np.testing.assert_allclose(exact.node_marginals.sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_local_polytope_holds_exactly_the_indicators_of_a_labelling():
+    rng = np.random.default_rng(0)
+    edges = _loopy_graph(rng, 5)
+    A, b = local_polytope(5, 3, edges)
+    assert A.shape == (5 + 2 * len(edges) * 3, n_variables(5, len(edges), 3))
+    z = rng.integers(0, 3, 5)
+    x = np.concatenate([np.eye(3)[z].ravel()]
+                       + [np.outer(np.eye(3)[z[u]], np.eye(3)[z[v]]).ravel() for u, v in edges])
+    np.testing.assert_array_equal(A @ x, b)
+    x[5 * 3 + 1] += 1.0                 # an edge entry that disagrees with its endpoints
+    assert np.any(A @ x != b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_decode_potentials_certifies_small_loopy_graphs(seed):
+    rng = np.random.default_rng(seed)
+    edges = grid_edges(3, 3)
+    u, pw = rng.normal(size=(9, 3)), rng.normal(size=(len(edges), 3, 3))
+    best = _brute(u, pw, edges)
+    for inference in ("ilp", "auto"):
+        # max_brute=10: the compiled brute force does not apply; auto takes the program
+        z, exact = decode_potentials(u, pw, edges, inference=inference, max_brute=10)
+        assert exact
+        assert _score(u, pw, edges, z) == pytest.approx(best, abs=1e-9)
+    z, exact = decode_potentials(u, pw, edges, inference="max-product", max_brute=10)
+    assert not exact and _score(u, pw, edges, z) <= best + 1e-12
+    # binary tables that are not submodular: graph cuts do not apply, the program does
+    u2, pw2 = rng.normal(size=(9, 2)), rng.normal(size=(len(edges), 2, 2))
+    pw2[:, 0, 1] += 3.0
+    z, exact = decode_potentials(u2, pw2, edges, max_brute=10)
+    assert exact and _score(u2, pw2, edges, z) == pytest.approx(_brute(u2, pw2, edges))
+
+
+def test_auto_leaves_large_loopy_graphs_to_flagged_approximations():
+    edges = grid_edges(30, 30)
+    assert n_variables(900, len(edges), 3) > AUTO_MAX_VARIABLES
+    rng = np.random.default_rng(0)
+    _, exact = decode_potentials(rng.normal(size=(900, 3)),
+                                 rng.normal(size=(len(edges), 3, 3)), edges)
+    assert not exact
+
+
+def test_ilp_checks_its_inputs():
+    edges = np.array([[0, 1], [1, 2], [2, 0]])
+    u, pw = np.zeros((3, 2)), np.zeros((3, 2, 2))
+    with pytest.raises(ValueError, match="pairwise must have shape"):
+        ilp_decode(u, pw[:2], edges)
+    with pytest.raises(ValueError, match="outside"):
+        ilp_decode(u, pw, edges + 1)
+    with pytest.raises(ValueError, match="finite"):
+        ilp_decode(np.full((3, 2), np.nan), pw, edges)
+    with pytest.raises(ValueError, match="n_allowed"):
+        ilp_decode(u, pw, edges, n_allowed=[1, 3, 1])
+    with pytest.raises(ValueError, match="inference must be one of"):
+        decode_potentials(u, pw, edges, inference="branch-and-bound")
+    with pytest.raises(ValueError, match="inference must be one of"):
+        LatentGraphModel(2, 2, inference="ad3")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_latent_ilp_model_is_exact_loss_augmented_and_in_the_completion(seed):
+    rng = np.random.default_rng(seed)
+    model = LatentGraphModel(2, [1, 2], n_features=2, inference="ilp")
+    edges = _loopy_graph(rng, 5)
+    x = (rng.normal(size=(5, 2)), edges)
+    w = rng.normal(size=model.size_joint_feature)
+    h = np.array(rng.integers(0, 3, 5), dtype=np.int32)
+    y = model.label_from_latent(h)
+    cands = list(model.enumerate_labellings(x))
+    aug, exact = model.loss_augmented_inference(x, h, w)
+    best = max(model.loss(h, c) + w @ model.joint_feature(x, c) for c in cands)
+    assert exact
+    assert model.loss(h, aug) + w @ model.joint_feature(x, aug) == pytest.approx(best)
+    completion = model.latent(x, y, w)
+    assert np.array_equal(model.label_from_latent(completion), y)
+    best = max(w @ model.joint_feature(x, c) for c in cands
+               if np.array_equal(model.label_from_latent(c), y))
+    assert w @ model.joint_feature(x, completion) == pytest.approx(best)
+
+
+def _crosses(n, size, seed=0):
+    """Grids with a noisy cross on label 1, whose centre looks unlike its arms."""
+    rng = np.random.default_rng(seed)
+    X, Y = [], []
+    for _ in range(n):
+        y = np.zeros((size, size), dtype=np.int32)
+        r, c = rng.integers(1, size - 1, 2)
+        y[r, :] = y[:, c] = 1
+        f = np.stack([1.0 - y, y * 1.0], axis=-1) + 0.8 * rng.normal(size=(size, size, 2))
+        f[r, c] = [0.5, 0.5]
+        X.append(f)
+        Y.append(y)
+    return X, Y
+
+
+@pytest.mark.parametrize("inference", ["auto", "ilp"])
+def test_latent_fit_on_a_loopy_grid_ends_every_round_certified(inference):
+    X, Y = _crosses(n=3, size=3)
+    # max_brute=16: no compiled exact method applies to the 3 x 3 grids with K = 3
+    model = LatentGridModel(2, [1, 2], n_features=2, inference=inference, max_brute=16)
+    inner_tol = 2e-2
+    svm = LatentSSVM(model, lam=1.0, latent_iter=3, tol=0.0, inner_tol=inner_tol,
+                     solver_options={"step": "pairwise"}, random_state=0).fit(X, Y)
+    assert all(r["certified"] and r["inner_gap"] <= inner_tol for r in svm.history_)
+    objectives = [r["objective"] for r in svm.history_]
+    assert all(b <= a + inner_tol for a, b in zip(objectives, objectives[1:]))
+    assert model.bind(X, svm.H_).exact
+
+
+def test_importing_the_packages_does_not_import_networkx():
+    code = ("import sys, ssvm_oracles, ssvm.compat.pystruct.models, ssvm.compat.pystruct.learners;"
+            "print('networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("edge_features", [False, True])
+def test_graph_model_ilp_oracle_is_exact_loss_augmented_and_in_prediction(seed, edge_features):
+    rng = np.random.default_rng(seed)
+    K, n = 3, 5
+    edges = _loopy_graph(rng, n)
+    x = (rng.normal(size=(n, 2)), edges)
+    if edge_features:
+        x = x + (rng.normal(size=(len(edges), 2)),)
+    model = GraphModel(K, inference="ilp", class_weight=[1.0, 2.0, 0.5],
+                       antisymmetric_edge_features=[1] if edge_features else ())
+    y = rng.integers(0, K, n)
+    oracle = model.bind([x], [y])
+    w = rng.normal(size=oracle.n_features)
+    z, psi, loss = oracle.solve(0, w)
+    cands = list(model.enumerate_labellings(x))
+    best = max(model.loss(y, c) + w @ model.joint_feature(x, c) for c in cands)
+    assert loss + w @ model.joint_feature(x, z) == pytest.approx(best)
+    np.testing.assert_allclose(psi, model.joint_feature(x, y) - model.joint_feature(x, z))
+    assert loss == model.loss(y, z) and oracle.exact
+    (pred,) = model.predict([x], w)
+    assert w @ model.joint_feature(x, pred) == pytest.approx(
+        max(w @ model.joint_feature(x, c) for c in cands))
+
+
+def test_graph_model_ilp_training_ends_certified_with_the_brute_force_objective():
+    rng = np.random.default_rng(0)
+    X, Y = [], []
+    for _ in range(4):
+        y = rng.integers(0, 3, 6)
+        X.append((np.eye(3)[y] + rng.normal(scale=1.0, size=(6, 3)), _loopy_graph(rng, 6)))
+        Y.append(y)
+    oracle = GraphModel(3, inference="ilp").bind(X, Y)
+    result = solve(oracle, 1.0, step="pairwise", tol=1e-2, max_passes=300, random_state=0)
+    assert result.certified and result.gap <= 1e-2
+    brute = GraphModel(3, inference="brute").bind(X, Y)
+    assert primal_objective(oracle, 1.0, result.w) == pytest.approx(
+        primal_objective(brute, 1.0, result.w), rel=1e-12)
