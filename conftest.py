@@ -31,3 +31,10 @@ if _expected:
 from ssvm_core.testing import register_hypothesis_profiles  # noqa: E402  (after the check)
 
 register_hypothesis_profiles()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the tests marked ``slow`` first (in their collection order, the rest after them, in
+    theirs): a parallel run (``pytest -n auto``, the README's command) then starts the longest
+    tests at once instead of ending on one of them with the other workers idle."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
