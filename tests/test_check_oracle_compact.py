@@ -77,14 +77,6 @@ cdef class FaultyOracle(MultiLabelOracle):
                 theta[0] += 0.25
         return 0
 
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil:
-        with gil:
-            fault = self.fault
-        if fault == "alias":                 # the last label's score is not w[0]
-            w_at[0] = 0
-            return self.block_coords(i) - 1
-        return MultiLabelOracle.coord_alias(self, i, w_at)
-
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:
         cdef float64_t value = MultiLabelOracle.coord_sqnorm(self, i, idx, val, nnz)
@@ -125,7 +117,6 @@ IDENTITIES = {
     "add2": r"identity coord_add: out2 \+= c2 A_i e",
     "coords_only": r"coords_only: coordinates differ",
     "truth": r"identity q_i\(y_i\) = 0",
-    "alias": r"identity A_i e_c = the unit vector of w\[w_at \+ c - n\]",
 }
 
 

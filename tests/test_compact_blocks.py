@@ -433,39 +433,3 @@ def test_a_pickle_without_a_mask_gets_one():
     more = [solve(oracle, 0.1, max_passes=2, random_state=1, state=s).w
             for s in (state, restored)]
     np.testing.assert_array_equal(more[0], more[1])
-
-
-def test_the_chain_transitions_are_aliased_to_w():
-    """``coord_alias``: a chain's transition coordinates (from T K on) are w's own
-    transition weights, so ``solve`` leaves them out of theta and the solvers read
-    them in w; read there they complete A_i^T w exactly."""
-    n_states, n_features = 3, 4
-    X, Y = _data(n=16, max_length=5, n_states=n_states, n_features=n_features)
-    _, compact = _oracles(X, Y, n_states)
-    lengths = [len(y) for y in Y]
-    assert min(lengths) == 1 < max(lengths)              # one-token chains alias nothing
-    rng = np.random.default_rng(4)
-    for i, T in enumerate(lengths):
-        n_own, w_at = compact.coord_alias_py(i)
-        assert n_own == T * n_states
-        assert w_at == n_features * n_states             # where the transitions start
-        w = rng.normal(size=compact.n_features)
-        theta = compact.coord_scores_py(i, w)
-        assert theta.size == n_own + (n_states ** 2 if T >= 2 else 0)
-        np.testing.assert_array_equal(theta[n_own:], w[w_at:w_at + theta.size - n_own])
-        np.testing.assert_array_equal(compact.solve_coords_py(i, w)[3], theta)
-
-
-@pytest.mark.parametrize("kw", [dict(), dict(step="pairwise"), dict(batch=True)],
-                         ids=["bcfw", "pairwise", "batch"])
-def test_a_wrapper_forwards_the_aliases_bit_for_bit(kw):
-    """``CountingOracle`` forwards ``coord_alias`` (``DelegatingOracle``): the steps
-    read the same theta entries in w, and the iterates are the bare oracle's."""
-    from ssvm_oracles import CountingOracle
-
-    X, Y = _data(n=10, max_length=6, n_states=4)
-    _, oracle = _oracles(X, Y, 4)
-    bare = solve(oracle, 0.1, max_passes=4, random_state=0, **kw)
-    wrapped = solve(CountingOracle(oracle), 0.1, max_passes=4, random_state=0, **kw)
-    np.testing.assert_array_equal(bare.w, wrapped.w)
-    np.testing.assert_array_equal(bare.state.block_values, wrapped.state.block_values)

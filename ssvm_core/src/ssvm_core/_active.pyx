@@ -30,12 +30,12 @@ from libc.stdlib cimport free, malloc, realloc
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot,
-                               atom_dot_aliased, atom_scatter)
+                               atom_scatter)
 from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
 from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK
-from ssvm_core._storage cimport BlockStore, Direction, ScoreFrame
+from ssvm_core._storage cimport BlockStore, Direction
 
 from ssvm_core.options import STEPS
 from ssvm_core.step_counts import StepCounts
@@ -322,17 +322,6 @@ cdef inline void _score_atoms(BlockAtoms* blk, const float64_t* x) noexcept nogi
         blk.score[k] = blk.loss[k] - atom_dot(blk, k, x)
 
 
-cdef inline void _score_atoms_in(BlockAtoms* blk, ScoreFrame f) noexcept nogil:
-    """``_score_atoms`` reading x = f.x, whose entries from f.n_own on are in f.alias
-    (a compact oracle's aliased theta entries, ``coord_alias``)."""
-    cdef intp_t k
-    if f.alias == NULL:
-        _score_atoms(blk, f.x)
-        return
-    for k in range(blk.n):
-        blk.score[k] = blk.loss[k] - atom_dot_aliased(blk, k, f.x, f.n_own, f.alias)
-
-
 cdef inline int _score_atoms_at(MaxOracle oracle, BlockStore st, intp_t i, BlockAtoms* blk,
                                 const float64_t* w, float64_t* theta) except -1 nogil:
     """``_score_atoms`` at w without an oracle answer (the store says what the atoms'
@@ -440,7 +429,7 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger
                 use_ground_truth(c, oracle.n_features)
                 cnt.replaced += 1
             if not opt.cache:
-                _score_atoms_in(blk, st.answer_frame(oracle, i, c, p.w))
+                _score_atoms(blk, st.answer_frame(c, p.w))
             for k in range(n_got):          # the atoms' coordinates enter the block's frame
                 st.mark(i, c[k].coord_idx, c[k].coord_nnz)
             for k in range(1, n_got):                     # extra samples join the block

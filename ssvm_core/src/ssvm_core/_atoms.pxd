@@ -60,8 +60,6 @@ cdef inline float64_t psi_at(const BlockAtoms* blk, intp_t p) noexcept nogil:
 
 
 cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil
-cdef float64_t atom_dot_aliased(const BlockAtoms* blk, intp_t k, const float64_t* theta,
-                                intp_t n_own, const float64_t* alias) noexcept nogil
 cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
                        float64_t* s) noexcept nogil
 cdef void atom_clear(const BlockAtoms* blk, intp_t k, float64_t* s) noexcept nogil

@@ -65,19 +65,6 @@ cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noe
     return acc
 
 
-cdef float64_t atom_dot_aliased(const BlockAtoms* blk, intp_t k, const float64_t* theta,
-                                intp_t n_own, const float64_t* alias) noexcept nogil:
-    """<q_k, theta> for an atom kept in block coordinates, theta's entries from n_own on
-    read in alias (``coord_alias``: alias = w + w_at), in the order of ``atom_dot``."""
-    cdef float64_t acc = 0.0, x
-    cdef intp_t p, c
-    for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-        c = blk.psi_idx[p]
-        x = theta[c] if c < n_own else alias[c - n_own]
-        acc += psi_at(blk, p) * x
-    return acc
-
-
 cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
                        float64_t* s) noexcept nogil:
     """s += coef * psi_k."""

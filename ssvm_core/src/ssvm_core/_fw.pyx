@@ -143,7 +143,7 @@ cdef int _fw_corners(MaxOracle oracle, BlockStore st, Ledger* b, const float64_t
             for k in range(c.psi_nnz):
                 vs[c.psi_idx[k]] += scale * c.psi_val[k]
         ell_s[0] += c.loss / n
-        b.gap_estimates[i] = lam * st.dot(oracle, i, w, c.theta) - b.ell[i] + c.score / n
+        b.gap_estimates[i] = lam * st.dot(i, w, c.theta) - b.ell[i] + c.score / n
     return 0
 
 

@@ -18,8 +18,7 @@ ctypedef struct Corner:
     # caller sets these buffers to ask for them, else they are NULL and ignored.
     # coord_idx/coord_val: q_i(y) in the block's coordinates, psi_i(y) = A_i q_i(y)
     # (COO, repeated indices add up); theta: A_i^T w, block_coords(i) entries
-    # (solve only: evaluate leaves it alone), of which solve writes the first
-    # coord_alias(i): the others are entries of w, read there.
+    # (solve only: evaluate leaves it alone).
     int32_t* coord_idx
     float64_t* coord_val
     intp_t coord_nnz
@@ -56,13 +55,9 @@ cdef class MaxOracle:
     # Compact blocks: block i's dual vector is kept as coordinates b with
     # v_i = A_i b, A_i a d x block_coords(i) matrix the oracle never forms.
     cdef intp_t block_coords(self, intp_t i) noexcept nogil
-    # theta = A_i^T w (all block_coords(i) entries)
+    # theta = A_i^T w
     cdef int coord_scores(self, intp_t i, const float64_t* w,
                           float64_t* theta) except -1 nogil
-    # The coordinates whose columns of A_i are unit vectors of w: coordinates
-    # c >= n of block i, n the value returned, have theta[c] = w[w_at[0] + c - n],
-    # and solve writes only theta[:n] (the base class: n = block_coords(i), none).
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil
     # The other three take sparse coordinates e: nnz entries at the distinct,
     # increasing indices idx with values val (a step touches few coordinates).
     # ||A_i e||^2
@@ -75,16 +70,6 @@ cdef class MaxOracle:
     # out += A_i e and, when out2 is not NULL, out2 += c2 A_i e (dense d-vectors)
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil
-
-cdef inline void fill_alias(MaxOracle oracle, intp_t i, const float64_t* w,
-                            float64_t* theta) noexcept nogil:
-    # theta's aliased entries (coord_alias) copied from w: after solve's theta,
-    # theta = A_i^T w in full, for a caller that reads it whole.
-    cdef intp_t at = 0, c
-    cdef intp_t n = oracle.coord_alias(i, &at)
-    for c in range(n, oracle.block_coords(i)):
-        theta[c] = w[at + c - n]
-
 
 cdef class DelegatingOracle(MaxOracle):
     # Forwards the whole protocol (the C methods above, exact, block_support and

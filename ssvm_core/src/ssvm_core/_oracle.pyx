@@ -97,10 +97,7 @@ cdef class MaxOracle:
     ``coord_scores`` and ``coord_expand``, and fills a corner's ``coord_*``
     and ``theta`` buffers when they are set.  The solvers then store each
     block's dual vector as its ``block_coords(i)`` coordinates instead of a
-    d-vector.  A coordinate whose column of A_i is a unit vector of w (a
-    chain's transitions) has its theta entry in w: ``coord_alias`` says which
-    (the trailing ones), ``solve`` then leaves them out of theta and the
-    solvers read them from w.  ``coord_sqnorm``, ``coord_expand`` and ``coord_add`` take
+    d-vector.  ``coord_sqnorm``, ``coord_expand`` and ``coord_add`` take
     sparse coordinates (distinct, increasing indices): a step changes only
     the coordinates its corner and the block touch, and costs that many, not
     ``block_coords(i)``.
@@ -155,11 +152,6 @@ cdef class MaxOracle:
                           float64_t* theta) except -1 nogil:
         with gil:
             raise NotImplementedError(f"{type(self).__name__} has no compact blocks")
-
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil:
-        """None of block i's coordinates is aliased (``solve`` writes all of theta)."""
-        w_at[0] = 0
-        return self.block_coords(i)
 
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:
@@ -233,14 +225,6 @@ cdef class MaxOracle:
         self.coord_scores(i, &wv[0], &t[0])
         return theta[:self.block_coords(i)]
 
-    def coord_alias_py(self, i):
-        """Python twin of ``coord_alias``: ``(n, w_at)``, coordinates c >= n of block i
-        having theta[c] = w[w_at + c - n] (n = ``block_coords(i)``: none aliased)."""
-        i = self._check_compact(i)
-        cdef intp_t at = 0
-        cdef intp_t n = self.coord_alias(i, &at)
-        return int(n), int(at)
-
     def coord_sqnorm_py(self, i, e):
         """Python twin of ``coord_sqnorm``: ||A_i e||^2 (``e`` dense)."""
         i = self._check_compact(i)
@@ -284,14 +268,12 @@ cdef class MaxOracle:
         psi a dense d-vector and q dense in the block's coordinates.
 
         ``psi=False`` sets ``Corner.coords_only`` (the oracle may skip psi); psi
-        is then None.  theta is whole: its aliased entries (``coord_alias``),
-        which ``solve`` leaves alone, are read from w.
+        is then None.
         """
         i = self._check_compact(i)
         cdef const float64_t[::1] wv = check_weights(w, self.n_features)
         cdef CornerBuffer buf = CornerBuffer(self, compact=True, psi=bool(psi))
         self.solve(i, &wv[0], &buf.corner)
-        fill_alias(self, i, &wv[0], buf.corner.theta)
         return (buf.labels(), buf.dense_psi(self.n_features) if psi else None,
                 buf.dense_coords(i), buf._theta[:self.block_coords(i)].copy(),
                 buf.corner.loss, buf.corner.score)
@@ -539,9 +521,6 @@ cdef class DelegatingOracle(MaxOracle):
     cdef int coord_scores(self, intp_t i, const float64_t* w,
                           float64_t* theta) except -1 nogil:
         return self.oracle.coord_scores(i, w, theta)
-
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil:
-        return self.oracle.coord_alias(i, w_at)
 
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:

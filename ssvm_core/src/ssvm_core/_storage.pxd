@@ -51,14 +51,6 @@ cdef struct Direction:
     int32_t* pos                # n_features entries, -1 between uses (with a box)
 
 
-cdef struct ScoreFrame:
-    # What the atoms' scores read (BlockStore.answer_frame): x[c] for c < n_own, then
-    # alias[c - n_own] (a compact oracle's aliased theta entries, in w; see coord_alias).
-    const float64_t* x
-    intp_t n_own
-    const float64_t* alias
-
-
 cdef struct Formed:
     # A direction of block ``block`` formed for the exact parallel replay
     # (``_batch._Replay``) and kept for its round, in slots of the sizes
@@ -112,7 +104,7 @@ cdef class BlockStore:
                             const Primal* p, float64_t delta_ell, float64_t lam,
                             float64_t gamma_max, float64_t* work,
                             float64_t* gain) except? -1 nogil
-    cdef float64_t dot(self, MaxOracle oracle, intp_t i, const float64_t* w,
+    cdef float64_t dot(self, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil
     cdef const float64_t* frame(self, const Corner* c, intp_t i,
                                 float64_t* s) noexcept nogil
@@ -120,8 +112,8 @@ cdef class BlockStore:
     cdef void mark(self, intp_t i, const int32_t* idx, intp_t nnz) noexcept nogil
     cdef const float64_t* atom_frame(self, MaxOracle oracle, intp_t i, const float64_t* w,
                                      float64_t* theta) except? NULL nogil
-    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                 const float64_t* w) noexcept nogil
+    cdef const float64_t* answer_frame(self, const Corner* c,
+                                       const float64_t* w) noexcept nogil
     cdef Entries entries(self, const Corner* c) noexcept nogil
     cdef int atom_gram(self, MaxOracle oracle, intp_t i, const BlockAtoms* blk,
                        float64_t* s, float64_t* G, Direction* e) except -1 nogil

@@ -205,30 +205,6 @@ cdef inline void _coo_move_range(const Formed* f, float64_t step, float64_t avg_
                 p.avg_u[g] += avg_coef * delta
 
 
-cdef inline float64_t _theta_at(const float64_t* theta, intp_t n_own, const float64_t* alias,
-                                intp_t k) noexcept nogil:
-    """Entry k of A_i^T w from solve's theta (k < n_own) or from w (``coord_alias``:
-    alias = w + w_at)."""
-    return theta[k] if k < n_own else alias[k - n_own]
-
-
-cdef inline float64_t _theta_gather(const float64_t* theta, intp_t n_own, const float64_t* alias,
-                                    const int32_t* idx, const float64_t* val,
-                                    intp_t nnz) noexcept nogil:
-    """``dot_gather`` of theta with its aliased entries read in w (the same sums in the
-    same order)."""
-    cdef float64_t s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0
-    cdef intp_t k, n4 = nnz - nnz % 4
-    for k in range(0, n4, 4):
-        s0 += _theta_at(theta, n_own, alias, idx[k]) * val[k]
-        s1 += _theta_at(theta, n_own, alias, idx[k + 1]) * val[k + 1]
-        s2 += _theta_at(theta, n_own, alias, idx[k + 2]) * val[k + 2]
-        s3 += _theta_at(theta, n_own, alias, idx[k + 3]) * val[k + 3]
-    for k in range(n4, nnz):
-        s0 += _theta_at(theta, n_own, alias, idx[k]) * val[k]
-    return (s0 + s1) + (s2 + s3)
-
-
 cdef class DirectionBuffer:
     """Owner of one ``Direction`` and its scratch (``BlockStore.direction_buffer``)."""
 
@@ -441,7 +417,7 @@ cdef class BlockStore:
                             float64_t* gain) except? -1 nogil:
         return 0.0
 
-    cdef float64_t dot(self, MaxOracle oracle, intp_t i, const float64_t* w,
+    cdef float64_t dot(self, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil:
         return 0.0
 
@@ -459,9 +435,9 @@ cdef class BlockStore:
                                      float64_t* theta) except? NULL nogil:
         return w
 
-    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                 const float64_t* w) noexcept nogil:
-        return ScoreFrame(w, self.n_features, NULL)
+    cdef const float64_t* answer_frame(self, const Corner* c,
+                                       const float64_t* w) noexcept nogil:
+        return w
 
     cdef Entries entries(self, const Corner* c) noexcept nogil:
         """The corner's vector as an atom keeps it: psi (sparse, or dense values)."""
@@ -596,7 +572,7 @@ cdef class DenseStore(BlockStore):
                                self._ptr[i + 1] - self._ptr[i], factor * e.a, e.s,
                                factor * e.c, p, delta_ell, lam, gamma_max, work, gain)
 
-    cdef float64_t dot(self, MaxOracle oracle, intp_t i, const float64_t* w,
+    cdef float64_t dot(self, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil:
         cdef const float64_t* wi = self._values + self._ptr[i]
         cdef intp_t m = self._ptr[i + 1] - self._ptr[i]
@@ -1125,17 +1101,11 @@ cdef class CompactStore(BlockStore):
     cdef int stats(self, MaxOracle oracle, intp_t i, float64_t a, const float64_t* s,
                    float64_t c, const float64_t* w, const float64_t* theta,
                    Direction* e) except -1 nogil:
-        """e = a b_i + c s formed on the mask; <e, w> = <e, theta> (theta NULL: NaN;
-        its aliased entries read in w, see ``coord_alias``) and ||A_i e||^2 from the
-        oracle."""
-        cdef intp_t at = 0, n_own
+        """e = a b_i + c s formed on the mask; <e, w> = <e, theta> (theta NULL: NaN)
+        and ||A_i e||^2 from the oracle."""
         e.block, e.a, e.s, e.c = i, a, s, c
         e.nnz = self._form(i, a, s, c, e)
-        if theta == NULL:
-            e.dot = NAN
-        else:
-            n_own = oracle.coord_alias(i, &at)
-            e.dot = _theta_gather(theta, n_own, w + at, e.idx, e.val, e.nnz)
+        e.dot = NAN if theta == NULL else dot_gather(theta, e.idx, e.val, e.nnz)
         e.sqnorm = oracle.coord_sqnorm(i, e.idx, e.val, e.nnz)
         return 0
 
@@ -1184,27 +1154,26 @@ cdef class CompactStore(BlockStore):
         return box_search(p.v, p.lower, p.upper, e.ex_idx, work, u, delta_ell, lam,
                           gamma_max, <Breakpoint*> (work + u), gain)
 
-    cdef float64_t dot(self, MaxOracle oracle, intp_t i, const float64_t* w,
+    cdef float64_t dot(self, intp_t i, const float64_t* w,
                        const float64_t* theta) noexcept nogil:
-        """<w_i, w> = <b_i, theta> with theta = A_i^T w (solve's: its aliased entries
-        read in w), over the block's marked coordinates (in increasing order)."""
+        """<w_i, w> = <b_i, theta> with theta = A_i^T w, over the block's marked
+        coordinates (in increasing order)."""
         cdef const float64_t* wi = self._values + self._ptr[i]
         cdef const uint64_t* words = self._mask + self._mask_ptr[i]
-        cdef intp_t q, k, at = 0
-        cdef intp_t n_own = oracle.coord_alias(i, &at)
+        cdef intp_t q, k
         cdef uint64_t bits
         cdef float64_t acc = 0.0
         if self._lists != NULL:
             for q in range(self._lists[i].n):
                 k = self._lists[i].idx[q]
-                acc += wi[k] * _theta_at(theta, n_own, w + at, k)
+                acc += wi[k] * theta[k]
             return acc
         for q in range(self._mask_ptr[i + 1] - self._mask_ptr[i]):
             bits = words[q]
             while bits:
                 k = (q << 6) + ssvm_ctz64(bits)
                 bits &= bits - 1
-                acc += wi[k] * _theta_at(theta, n_own, w + at, k)
+                acc += wi[k] * theta[k]
         return acc
 
     cdef const float64_t* frame(self, const Corner* c, intp_t i,
@@ -1272,12 +1241,9 @@ cdef class CompactStore(BlockStore):
         oracle.coord_scores(i, w, theta)
         return theta
 
-    cdef ScoreFrame answer_frame(self, MaxOracle oracle, intp_t i, const Corner* c,
-                                 const float64_t* w) noexcept nogil:
-        """solve's theta, its aliased entries read in w (``coord_alias``)."""
-        cdef intp_t at = 0
-        cdef intp_t n_own = oracle.coord_alias(i, &at)
-        return ScoreFrame(c.theta, n_own, w + at)
+    cdef const float64_t* answer_frame(self, const Corner* c,
+                                       const float64_t* w) noexcept nogil:
+        return c.theta
 
     cdef Entries entries(self, const Corner* c) noexcept nogil:
         """The corner's vector as an atom keeps it: q_i(y) in block coordinates."""

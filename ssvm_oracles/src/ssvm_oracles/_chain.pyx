@@ -31,12 +31,10 @@ counts (K x K, when T >= 2)].  Column (t, k) of A_i is token t's features in
 state k's emission row plus bias[k] (and start[k] at t = 0, end[k] at
 t = T - 1); a transition column is its own entry of w.  So a block's dual
 vector is kept in T K + K K numbers instead of d, A_i^T w is the unary table
-Viterbi computes anyway plus the transitions (aliased: ``coord_alias`` tells the
-solvers to read them in w, so ``solve`` writes only the unary table), and
-||A_i e||^2 needs only the T x T Gram matrix
-G[t, s] = <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1], computed once per
-sequence of at most ``GRAM_MAX_TOKENS`` tokens (so the Grams take at most
-8 GRAM_MAX_TOKENS bytes per token); a longer sequence's norms are
+Viterbi computes anyway plus the transitions, and ||A_i e||^2 needs only the
+T x T Gram matrix G[t, s] = <x_t, x_s> + 1 + [t = s = 0] + [t = s = T - 1],
+computed once per sequence of at most ``GRAM_MAX_TOKENS`` tokens (so the Grams
+take at most 8 GRAM_MAX_TOKENS bytes per token); a longer sequence's norms are
 summed from its token rows instead, in time and memory linear in the rows the
 direction touches (``_sqnorm_by_rows``).
 """
@@ -285,6 +283,15 @@ cdef void _write_coords(intp_t K, intp_t T, const int32_t* y, const int32_t* z,
     c.coord_nnz = nnz
 
 
+cdef void _write_theta(const _Layout* L, const float64_t* u, const float64_t* w, intp_t T,
+                       float64_t* theta) noexcept nogil:
+    """theta = A_i^T w: the unary table u (before loss augmentation), then the
+    transitions when T >= 2."""
+    memcpy(theta, u, T * L.K * sizeof(float64_t))
+    if T >= 2:
+        memcpy(theta + T * L.K, w + L.off_trans, L.K * L.K * sizeof(float64_t))
+
+
 cdef enum:
     # Workspace of coord_sqnorm kept on the stack, in intp_t: 2 per token-label
     # entry of the direction and 1 per state (more: malloc)
@@ -497,15 +504,6 @@ cdef class ChainOracle(MaxOracle):
             return 0
         return T * self.L.K + (self.L.K * self.L.K if T >= 2 else 0)
 
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil:
-        """The transition coordinates (from T K on) are w's transitions: ``solve``
-        writes the unary table into theta, not the K x K block (85 cache lines
-        for 26 states) that the solvers can read in w itself."""
-        w_at[0] = self.L.off_trans
-        if self.max_coords <= 0:
-            return 0
-        return (self.seq_ptr[i + 1] - self.seq_ptr[i]) * self.L.K
-
     cdef int coord_scores(self, intp_t i, const float64_t* w,
                           float64_t* theta) except -1 nogil:
         cdef _Tokens x = self._tokens(i)
@@ -694,8 +692,8 @@ cdef class ChainOracle(MaxOracle):
                                                         "Viterbi unary table")
         try:
             _unaries(&self.L, &x, w, u)
-            if out.theta != NULL:           # the transitions are aliased (coord_alias)
-                memcpy(out.theta, u, T * K * sizeof(float64_t))
+            if out.theta != NULL:
+                _write_theta(&self.L, u, w, T, out.theta)
             truth = _path_score(&self.L, u, w, y, T)
             for t in range(T):                  # loss augmentation, 1/T per error
                 for k in range(K):
@@ -740,7 +738,7 @@ cdef class ChainOracle(MaxOracle):
             _unaries(&self.L, &x, w, u)
             for j in range(k):
                 if outs[j].theta != NULL:
-                    memcpy(outs[j].theta, u, T * K * sizeof(float64_t))
+                    _write_theta(&self.L, u, w, T, outs[j].theta)
             truth = _path_score(&self.L, u, w, y, T)
             for t in range(T):
                 for s in range(K):

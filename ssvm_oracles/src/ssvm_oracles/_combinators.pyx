@@ -24,7 +24,7 @@ import numpy as np
 from ssvm_core.oracles import as_oracle
 
 from ssvm_core._typedefs cimport float64_t, int32_t, int64_t, intp_t
-from ssvm_core._oracle cimport Corner, DelegatingOracle, MaxOracle, fill_alias
+from ssvm_core._oracle cimport Corner, DelegatingOracle, MaxOracle
 from ssvm_core._vector cimport checked_malloc
 
 
@@ -604,9 +604,6 @@ cdef class ProductOracle(_Composite):
                 part.psi_val = out.psi_val + nnz
             if labels == NULL:
                 (<MaxOracle> self._parts[c]).solve(i, w + self._feat_off[c], &part)
-                if part.theta != NULL:   # whole: the product's coordinates alias nothing
-                    fill_alias(<MaxOracle> self._parts[c], i, w + self._feat_off[c],
-                               part.theta)
             else:
                 (<MaxOracle> self._parts[c]).evaluate(i, labels + lab_off, labels[c],
                                                       w + self._feat_off[c], &part)
@@ -799,10 +796,6 @@ cdef class DispatchOracle(_Composite):
                           float64_t* theta) except -1 nogil:
         return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_scores(
             self._blocks[i, 1], w, theta)
-
-    cdef intp_t coord_alias(self, intp_t i, intp_t* w_at) noexcept nogil:
-        return (<MaxOracle> self._parts[self._blocks[i, 0]]).coord_alias(
-            self._blocks[i, 1], w_at)
 
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
                                 intp_t nnz) except? -1 nogil:

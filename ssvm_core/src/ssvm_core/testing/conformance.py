@@ -37,9 +37,7 @@ def check_oracle(oracle, problem: EnumeratedProblem | None = None,
       identities of its block basis A_i (``_check_compact_block``), each named
       when it fails: ``solve`` with the coordinate buffers returns the same
       answer; A_i q_i(y) = psi_i(y) for the answer of ``solve`` and of
-      ``evaluate``; theta = A_i^T w (``coord_scores``, and ``solve``'s theta
-      with its aliased entries read in w); the aliased coordinates of
-      ``coord_alias`` are unit columns of A_i at their entries of w; with ``coords_only``
+      ``evaluate``; theta = A_i^T w (``coord_scores``); with ``coords_only``
       the coordinates, theta, loss and score are unchanged; for random sparse
       directions e, <e, A_i^T w> = <A_i e, w>, ``coord_sqnorm`` = ||A_i e||^2
       and ``coord_add`` adds A_i e (and c2 A_i e); the ground truth's
@@ -213,7 +211,6 @@ def _check_compact_block(mo, i: int, w: np.ndarray, answer: tuple, truth, rng, t
     _close(mo.coord_expand_py(i, q), psi, tol,
            f"{where}: identity A_i q_i(y) = psi_i(y) (coord_expand of solve's coordinates)")
     scores = mo.coord_scores_py(i, w)
-    _check_aliases(mo, i, q.shape[0], rng, tol, where)
     _close(theta, scores, tol, f"{where}: identity theta = A_i^T w (solve's theta vs "
                                "coord_scores)")
     o_labels, _, o_q, o_theta, o_loss, o_score = mo.solve_coords_py(i, w, psi=False)
@@ -245,24 +242,6 @@ def _check_compact_block(mo, i: int, w: np.ndarray, answer: tuple, truth, rng, t
         _, t_q, _, _ = mo.evaluate_coords_py(i, truth, w)
         _close(t_q, np.zeros_like(t_q), tol,
                f"{where}: identity q_i(y_i) = 0 (the ground truth's coordinates are empty)")
-
-
-def _check_aliases(mo, i, m, rng, tol, where):
-    """``coord_alias``: the coordinates c >= n it names are unit columns of A_i, that of
-    w's entry w_at + c - n (solve leaves their theta entries to w)."""
-    n_own, w_at = mo.coord_alias_py(i)
-    if not 0 <= n_own <= m or (n_own < m and not 0 <= w_at <= mo.n_features - (m - n_own)):
-        raise AssertionError(f"{where}: coord_alias gives ({n_own}, {w_at}) outside the "
-                             f"block's {m} coordinates or w's {mo.n_features} entries")
-    if n_own == m:
-        return
-    e = np.zeros(m)
-    e[n_own:] = rng.normal(size=m - n_own)
-    unit = np.zeros(mo.n_features)
-    unit[w_at:w_at + m - n_own] = e[n_own:]
-    _close(mo.coord_expand_py(i, e), unit, tol * (1.0 + float(np.abs(e).max())),
-           f"{where}: identity A_i e_c = the unit vector of w[w_at + c - n] for the "
-           "aliased coordinates c >= n (coord_alias)")
 
 
 def _check_nonnegative(score, tol, labels, where):
