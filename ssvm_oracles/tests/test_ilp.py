@@ -66,6 +66,96 @@ def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties):
     np.testing.assert_allclose(exact.node_marginals.sum(axis=1), 1.0, atol=1e-9)
 
 
+def _argmax(u, pw, edges):
+    n, K = u.shape
+    return np.array(max(itertools.product(range(K), repeat=n),
+                        key=lambda z: _score(u, pw, edges, z)), dtype=np.int32)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("ties", [False, True])
+def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
+    """With a candidate the answer is the one without, except where the integer program
+    would choose among tied maximisers: then it is the candidate, proven a maximiser."""
+    import ssvm_oracles.ilp as ilp
+
+    rng = np.random.default_rng(seed)
+    n, K = int(rng.integers(3, 7)), int(rng.integers(2, 4))
+    edges = _loopy_graph(rng, n)
+    draw = (lambda size: rng.integers(-1, 2, size=size).astype(float)) if ties else (
+        lambda size: rng.normal(size=size))
+    u, pw = draw((n, K)), draw((len(edges), K, K))
+    allowed = rng.integers(1, K + 1, size=n)
+    calls = []
+    monkeypatch.setattr(ilp, "solve_local_polytope", lambda *a, **k: calls.append(
+        k.get("integral", False)) or solve_local_polytope(*a, **k))
+    for n_allowed in (None, allowed):
+        labellings = [np.array(z) for z in itertools.product(
+            *[range(a) for a in ([K] * n if n_allowed is None else n_allowed)])]
+        best = max(_score(u, pw, edges, z) for z in labellings)
+        del calls[:]
+        plain = ilp_decode(u, pw, edges, n_allowed=n_allowed)
+        integer_program = any(calls)
+        for candidate in (max(labellings, key=lambda z: _score(u, pw, edges, z)),
+                          rng.integers(0, K, size=n), np.full(n, K - 1)):
+            del calls[:]
+            z = ilp_decode(u, pw, edges, n_allowed=n_allowed, candidate=candidate)
+            assert _score(u, pw, edges, z) == pytest.approx(best, abs=1e-9)
+            if not integer_program:
+                np.testing.assert_array_equal(z, plain)
+            elif not np.array_equal(z, plain):
+                np.testing.assert_array_equal(z, candidate)
+                assert not any(calls)        # the candidate replaced the integer program
+            if not calls:                    # kept without a cold solve: the unique maximiser
+                np.testing.assert_array_equal(z, candidate)
+                assert sum(_score(u, pw, edges, other) > best - 1e-9
+                           for other in labellings) == 1
+    with pytest.raises(ValueError, match="candidate must hold"):
+        ilp_decode(u, pw, edges, candidate=np.full(n + 1, 0))
+    with pytest.raises(ValueError, match="candidate must hold"):
+        ilp_decode(u, pw, edges, candidate=np.full(n, K))
+
+
+def test_a_unique_maximiser_skips_the_cold_solve_and_a_tie_does_not(monkeypatch):
+    import ssvm_oracles.ilp as ilp
+
+    cold = []
+    monkeypatch.setattr(ilp, "solve_local_polytope",
+                        lambda *a, **k: cold.append(1) or solve_local_polytope(*a, **k))
+    edges = grid_edges(3, 3)
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(9, 3))
+    u[np.arange(9), rng.integers(0, 3, 9)] += 5.0        # a clear winner per node
+    pw = 0.1 * rng.normal(size=(len(edges), 3, 3))
+    z = ilp_decode(u, pw, edges, candidate=_argmax(u, pw, edges))
+    assert not cold and _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges))
+    # every labelling ties: the cold relaxation's vertex decides, as without a candidate
+    zero_u, zero_pw = np.zeros((9, 3)), np.zeros((len(edges), 3, 3))
+    z = ilp_decode(zero_u, zero_pw, edges, candidate=np.full(9, 2))
+    assert cold
+    np.testing.assert_array_equal(z, ilp_decode(zero_u, zero_pw, edges))
+
+
+def test_the_answer_does_not_depend_on_earlier_calls_or_the_thread():
+    """The warm-started relaxation's history changes at most whether the cold solve runs."""
+    import concurrent.futures
+
+    rng = np.random.default_rng(3)
+    edges = grid_edges(3, 3)
+    problems = [(rng.integers(-1, 2, size=(9, 3)).astype(float),
+                 rng.integers(-1, 2, size=(len(edges), 3, 3)).astype(float),
+                 rng.integers(0, 3, size=9)) for _ in range(12)]
+
+    def answers(order):
+        return {k: ilp_decode(*problems[k][:2], edges, candidate=problems[k][2]).tolist()
+                for k in order}
+
+    first = answers(range(12))
+    assert answers(reversed(range(12))) == first
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        assert pool.submit(answers, [5, 1, 9, 0, 11, 2, 3, 4, 6, 7, 8, 10]).result() == first
+
+
 def test_local_polytope_holds_exactly_the_indicators_of_a_labelling():
     rng = np.random.default_rng(0)
     edges = _loopy_graph(rng, 5)

@@ -46,7 +46,7 @@ def check_decode_inference(inference: str) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _packed(n_nodes: int, edge_bytes: bytes, n_states: int, inference: str, max_iter: int,
+def _packed(n_nodes: int, edge_bytes: bytes, n_states: int, inference: str, *, max_iter: int,
             damping: float, max_brute: int):
     """The one-graph ``GraphOracle`` decoding potentials of this graph, and its method."""
     edges = np.frombuffer(edge_bytes, dtype=np.int64).reshape(-1, 2)
@@ -71,6 +71,14 @@ def _score(unary, pairwise, edges, labels) -> float:
     if edges.shape[0]:
         total += pairwise[np.arange(edges.shape[0]), labels[edges[:, 0]], labels[edges[:, 1]]].sum()
     return float(total)
+
+
+def _best_guess(packed, w, unary, pairwise, edges) -> np.ndarray:
+    """The better of loopy max-product's and alpha-expansion's labellings of the packed
+    potentials ``w`` (``packed(inference)`` the graph's cached oracle)."""
+    guesses = [np.asarray(packed(method)[0].decode(w)[0], dtype=np.int32)
+               for method in ("max-product", "alpha-expansion")]
+    return max(guesses, key=lambda z: _score(unary, pairwise, edges, z))
 
 
 def gather_local(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
@@ -132,8 +140,6 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
     if K == 1:
         return np.zeros(n, np.int32), True
     check_decode_inference(inference)
-    if inference == "ilp":
-        return ilp_decode(unary, pairwise, edges, n_allowed=n_allowed), True
     small = n_variables(n, edges.shape[0], K) <= AUTO_MAX_VARIABLES
     original = unary.copy()
     mask = None
@@ -152,24 +158,27 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
             unary[mask] = np.broadcast_to(low[:, None] - (spread + 1.0), (n, K))[mask]
         else:
             mask = None
-    oracle, method = _packed(n, edges.tobytes(), K, inference, max_iter, damping, max_brute)
+    w = np.concatenate([unary.T.ravel(), pairwise.reshape(-1)])
+    if edges.shape[0] == 0:
+        w = np.concatenate([w, np.zeros(K * K)])
+    packed = functools.partial(_packed, n, edges.tobytes(), K, max_iter=max_iter,
+                               damping=damping, max_brute=max_brute)
+    if inference == "ilp":
+        return ilp_decode(original, pairwise, edges, n_allowed=n_allowed,
+                          candidate=_best_guess(packed, w, unary, pairwise, edges)), True
+    oracle, method = packed(inference)
     tiny = n * np.log(K) <= np.log(max_brute) + 1e-9
     if inference == "auto" and small and (
             method == "loopy" or (method == "graphcut" and not tiny
                                   and not _submodular(pairwise))):
         # no compiled exact method applies, and the integer program is small enough
-        return ilp_decode(original, pairwise, edges, n_allowed=n_allowed), True
-    w = np.concatenate([unary.T.ravel(), pairwise.reshape(-1)])
-    if edges.shape[0] == 0:
-        w = np.concatenate([w, np.zeros(K * K)])
-    labels = np.asarray(oracle.decode(w)[0], dtype=np.int32)
+        return ilp_decode(original, pairwise, edges, n_allowed=n_allowed,
+                          candidate=_best_guess(packed, w, unary, pairwise, edges)), True
     if inference == "auto" and method == "loopy":
         # no exact method applies: keep the better of loopy max-product and alpha-expansion
-        other, _ = _packed(n, edges.tobytes(), K, "alpha-expansion", max_iter, damping,
-                           max_brute)
-        moved = np.asarray(other.decode(w)[0], dtype=np.int32)
-        if _score(unary, pairwise, edges, moved) > _score(unary, pairwise, edges, labels):
-            labels = moved
+        labels = _best_guess(packed, w, unary, pairwise, edges)
+    else:
+        labels = np.asarray(oracle.decode(w)[0], dtype=np.int32)
     if method in ("max-product", "brute"):
         exact = True
     elif method == "graphcut":
