@@ -248,7 +248,10 @@ LIBRARY_RUN = textwrap.dedent("""
     try:
         svm = FrankWolfeSSVM(ChainModel(3), lam=0.01, tol=0, max_passes=10**6,
                              batch_blocks=4, gap_check_every=10**6, random_state=0,
-                             executor=DaskExecutor(client),
+                             # the plain cluster's workers die of Ctrl-C: the stopping
+                             # run waits this long for one (the default 60 s only
+                             # lengthens the test)
+                             executor=DaskExecutor(client, worker_timeout=10),
                              callback=lambda rec: print("pass", rec["pass"], flush=True))
         svm.fit(X, Y)
         print("workers", len(client.scheduler_info()["workers"]), flush=True)
