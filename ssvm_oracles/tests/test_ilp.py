@@ -35,6 +35,17 @@ def _loopy_graph(rng, n):
     return np.array(ring + chords, dtype=np.int64)
 
 
+def _random_problem(seed: int, ties: bool, max_states: int, spread: int):
+    """A random loopy graph on 3-6 nodes with 2..max_states states and its tables: Gaussian,
+    or with ``ties`` integers in [-spread, spread] (many tied labellings)."""
+    rng = np.random.default_rng(seed)
+    n, K = int(rng.integers(3, 7)), int(rng.integers(2, max_states + 1))
+    edges = _loopy_graph(rng, n)
+    draw = (lambda size: rng.integers(-spread, spread + 1, size=size).astype(float)) if ties \
+        else (lambda size: rng.normal(size=size))
+    return rng, edges, draw((n, K)), draw((len(edges), K, K))
+
+
 def _brute(u, pw, edges, allowed=None):
     n, K = u.shape
     ranges = [range(K)] * n if allowed is None else [range(a) for a in allowed]
@@ -44,12 +55,8 @@ def _brute(u, pw, edges, allowed=None):
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
 def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties):
-    rng = np.random.default_rng(seed)
-    n, K = int(rng.integers(3, 7)), int(rng.integers(2, 5))
-    edges = _loopy_graph(rng, n)
-    draw = (lambda size: rng.integers(-2, 3, size=size).astype(float)) if ties else (
-        lambda size: rng.normal(size=size))
-    u, pw = draw((n, K)), draw((len(edges), K, K))
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
+    n, K = u.shape
     z = ilp_decode(u, pw, edges)
     assert z.dtype == np.int32 and z.shape == (n,)
     # ties: several maximisers may exist; the answer must score as the best one
@@ -79,12 +86,8 @@ def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
     would choose among tied maximisers: then it is the candidate, proven a maximiser."""
     import ssvm_oracles.ilp as ilp
 
-    rng = np.random.default_rng(seed)
-    n, K = int(rng.integers(3, 7)), int(rng.integers(2, 4))
-    edges = _loopy_graph(rng, n)
-    draw = (lambda size: rng.integers(-1, 2, size=size).astype(float)) if ties else (
-        lambda size: rng.normal(size=size))
-    u, pw = draw((n, K)), draw((len(edges), K, K))
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=3, spread=1)
+    n, K = u.shape
     allowed = rng.integers(1, K + 1, size=n)
     calls = []
     monkeypatch.setattr(ilp, "solve_local_polytope", lambda *a, **k: calls.append(
