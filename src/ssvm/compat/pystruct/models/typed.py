@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ssvm.compat.pystruct.inference.methods import default_method, engine_method, engine_options
+from ssvm.compat.pystruct.inference.methods import decode_method, default_method, engine_options
 from ssvm.compat.pystruct.models.base import StructuredModel
 from ssvm_oracles.typed import TypedGraphModel
 
@@ -27,8 +27,11 @@ class NodeTypeEdgeFeatureGraphCRF(StructuredModel):
     ``ssvm_oracles.TypedGraphModel``'s (pystruct's layout).  pystruct decoded
     with AD3 only; here "ad3" and "ad3+" run ssvm's "auto" inference (exact
     on forests, with graph cuts when every type has 2 states and the tables
-    are submodular, and on tiny graphs; flagged approximate otherwise), and
-    ssvm's own inference names are accepted too.
+    are submodular, on tiny graphs, and by the integer program of
+    ``ssvm_oracles.ilp`` on loopy graphs of at most ``ilp.AUTO_MAX_VARIABLES``
+    variables; flagged approximate otherwise), ``("ad3", {"branch_and_bound":
+    True})`` that integer program on every graph (exact), and ssvm's own
+    inference names are accepted too.
 
     Parameters
     ----------
@@ -82,13 +85,14 @@ class NodeTypeEdgeFeatureGraphCRF(StructuredModel):
         self._l_type_startindex = [int(s) for s in self._engine.state_start]
 
     def _pystruct_method(self):
-        name = self.inference_method
-        if isinstance(name, tuple):
-            name = name[0]
-        return "ad3" if name == "ad3+" else self.inference_method
+        """The inference method with pystruct's "ad3+" (AD3 for typed graphs) read as "ad3"."""
+        method = self.inference_method
+        if isinstance(method, tuple) and method and method[0] == "ad3+":
+            return ("ad3",) + tuple(method[1:])
+        return "ad3" if method == "ad3+" else method
 
     def _method(self) -> str:
-        return engine_method(self._pystruct_method())
+        return decode_method(self._pystruct_method())
 
     def __repr__(self) -> str:
         return (f"NodeTypeEdgeFeatureGraphCRF(n_states: {self.l_n_states}, inference_method: "
