@@ -7,10 +7,10 @@ sums are their endpoints' marginals -- the maximum of the linear score is the LP
 of MAP inference (tight on forests, often tight elsewhere).  Requiring integral node
 marginals makes every vertex a labelling (an edge marginal whose row and column sums are
 integral one-hot vectors is itself the one-hot pair), so the mixed-integer program is an
-exact MAP solver for any graph and any number of states.  Both are solved by HiGHS: the
-relaxation through ``highspy``, on a model kept per graph structure and thread and solved
-from scratch each time (so the vertex returned does not depend on earlier calls), the
-integer program through SciPy's ``milp``; both are imported only when a program is solved.
+exact MAP solver for any graph and any number of states.  Both are solved by SciPy's HiGHS
+(``scipy.optimize.linprog`` / ``milp``, a new instance per solve, so that the vertex
+returned among tied optima does not depend on earlier solves), imported only when a
+program is solved.
 
 ``ilp_decode`` can first try a candidate labelling (``decode_potentials`` passes the better
 of loopy max-product and alpha-expansion).  A HiGHS model kept per graph structure and
@@ -46,7 +46,8 @@ __all__ = ["AUTO_MAX_VARIABLES", "Relaxation", "ilp_decode", "local_polytope",
 #: max-product takes 1-10 ms; 2,500 variables keeps "auto" within about 0.1 s a call.
 AUTO_MAX_VARIABLES = 2_500
 
-#: How many HiGHS models of graph structures each thread keeps (least recently used out).
+#: How many warm HiGHS models of graph structures each thread keeps (least recently used
+#: out).
 MODELS_KEPT = 64
 
 
@@ -154,47 +155,46 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
     pairwise = np.asarray(pairwise, dtype=np.float64)
     _check(unary, pairwise, edges)
     n, K = unary.shape
-    cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
-    node_upper = _node_upper(n, K, n_allowed)
-    if not integral:
-        value, x, _ = _relaxation(n, K, edges, True).solve(cost, node_upper > 0, cold=True)
-        x = np.clip(x, 0.0, 1.0)
-        return Relaxation(x[:n * K].reshape(n, K), x[n * K:].reshape(-1, K * K), -value)
     A, rhs = local_polytope(n, K, edges)
+    cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
     upper = np.ones(cost.size)
-    upper[:n * K] = node_upper
+    upper[:n * K] = _node_upper(n, K, n_allowed)
     # imported here: scipy.optimize takes a quarter of a second to import
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    integrality = np.zeros(cost.size)
-    integrality[:n * K] = 1          # integral node marginals force integral edges
-    result = milp(cost, constraints=LinearConstraint(A, rhs, rhs), integrality=integrality,
-                  bounds=Bounds(0.0, upper), options={"mip_rel_gap": 0.0})
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+    if integral:
+        integrality = np.zeros(cost.size)
+        integrality[:n * K] = 1          # integral node marginals force integral edges
+        result = milp(cost, constraints=LinearConstraint(A, rhs, rhs), integrality=integrality,
+                      bounds=Bounds(0.0, upper), options={"mip_rel_gap": 0.0})
+    else:
+        # a new HiGHS instance per solve: the vertex it returns among tied optima must not
+        # depend on earlier solves
+        result = linprog(cost, A_eq=A, b_eq=rhs, bounds=np.column_stack([np.zeros_like(upper),
+                                                                         upper]),
+                         method="highs")
     if result.status != 0 or result.x is None:
-        raise RuntimeError(f"HiGHS did not solve the integer program: {result.message}")
+        raise RuntimeError(f"HiGHS did not solve the {'integer ' if integral else ''}"
+                           f"program: {result.message}")
     x = np.clip(result.x, 0.0, 1.0)
     return Relaxation(x[:n * K].reshape(n, K), x[n * K:].reshape(-1, K * K), float(-result.fun))
 
 
-class _HighsRelaxation:
+class _WarmRelaxation:
     """The LP relaxation of one graph structure as a persistent HiGHS model (``highspy``):
-    a solve changes only the costs and the node marginals' bounds, and starts from the
-    previous optimal basis (``cold=False``) or from scratch as a new model would.
+    a solve changes only the costs and the node marginals' bounds and starts from the
+    previous optimal basis.  The marginals have no upper bound (the rows imply it), so that
+    the reduced costs of an optimal dual are all nonnegative."""
 
-    ``bounded`` gives every marginal the upper bound 1, as ``solve_local_polytope`` states
-    the program; without it the marginals have no upper bound (the rows imply it), so that
-    the reduced costs of an optimal dual are all nonnegative.
-    """
-
-    def __init__(self, n_nodes: int, n_states: int, edges: np.ndarray, bounded: bool):
+    def __init__(self, n_nodes: int, n_states: int, edges: np.ndarray):
         import highspy
         A, rhs = local_polytope(n_nodes, n_states, edges)
         A = A.tocsc()
-        self._top = 1.0 if bounded else highspy.kHighsInf
+        self._infinity = highspy.kHighsInf
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
         lp.col_cost_ = np.zeros(A.shape[1])
         lp.col_lower_ = np.zeros(A.shape[1])
-        lp.col_upper_ = np.full(A.shape[1], self._top)
+        lp.col_upper_ = np.full(A.shape[1], self._infinity)
         lp.row_lower_ = lp.row_upper_ = rhs
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
         lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = (A.indptr, A.indices,
@@ -207,39 +207,34 @@ class _HighsRelaxation:
         self._nodes = np.arange(n_nodes * n_states, dtype=np.int32)
         self._allowed = np.ones(self._nodes.size, dtype=bool)
 
-    def solve(self, cost: np.ndarray, allowed: np.ndarray, cold: bool):
+    def solve(self, cost: np.ndarray, allowed: np.ndarray) -> tuple[float, np.ndarray]:
         """The minimum of ``cost @ x`` over the local polytope with the node marginals of the
-        states not ``allowed`` (bool, n K) fixed at zero: the value, the optimal x and the
-        reduced costs of the optimal dual."""
+        states not ``allowed`` (bool, n K) fixed at zero, and the reduced costs (all
+        columns) of the optimal dual."""
         h = self._highs
-        if cold:
-            h.clearSolver()
         h.changeColsCost(self._columns.size, self._columns, cost)
-        if not np.array_equal(allowed, self._allowed):    # a change of bounds costs time
+        if not np.array_equal(allowed, self._allowed):
             h.changeColsBounds(self._nodes.size, self._nodes, np.zeros(self._nodes.size),
-                               np.where(allowed, self._top, 0.0))
+                               np.where(allowed, self._infinity, 0.0))
             self._allowed = allowed.copy()
         h.run()
         if h.getModelStatus() != self._optimal:
             raise RuntimeError(f"HiGHS did not solve the relaxation: {h.getModelStatus()}")
-        solution = h.getSolution()
-        return (float(h.getInfo().objective_function_value), np.asarray(solution.col_value),
-                np.asarray(solution.col_dual))
+        return float(h.getInfo().objective_function_value), np.asarray(h.getSolution().col_dual)
 
 
 _models = threading.local()
 
 
-def _relaxation(n_nodes: int, n_states: int, edges: np.ndarray,
-                bounded: bool) -> _HighsRelaxation:
-    """This thread's model of the structure (built on first use, ``MODELS_KEPT`` kept)."""
+def _warm_relaxation(n_nodes: int, n_states: int, edges: np.ndarray) -> _WarmRelaxation:
+    """This thread's warm model of the structure (built on first use, ``MODELS_KEPT`` kept)."""
     models = getattr(_models, "lru", None)
     if models is None:
         models = _models.lru = OrderedDict()
-    key = (n_nodes, n_states, edges.tobytes(), bounded)
+    key = (n_nodes, n_states, edges.tobytes())
     model = models.get(key)
     if model is None:
-        model = models[key] = _HighsRelaxation(n_nodes, n_states, edges, bounded)
+        model = models[key] = _WarmRelaxation(n_nodes, n_states, edges)
         if len(models) > MODELS_KEPT:
             models.popitem(last=False)
     else:
@@ -289,7 +284,7 @@ def _certify(unary, pairwise, edges, z, n_allowed) -> tuple[bool, bool]:
     if not np.all(allowed.reshape(n, K)[np.arange(n), z]):
         return False, False
     cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
-    value, _, reduced = _relaxation(n, K, edges, False).solve(cost, allowed, cold=False)
+    value, reduced = _warm_relaxation(n, K, edges).solve(cost, allowed)
     if not _proven(_score(unary, pairwise, edges, z), -value):
         return False, False
     margin = 1e-6 * (n + edges.shape[0]) * (1.0 + float(np.abs(cost).max(initial=0.0)))
