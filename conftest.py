@@ -33,8 +33,15 @@ from ssvm_core.testing import register_hypothesis_profiles  # noqa: E402  (after
 register_hypothesis_profiles()
 
 
+def _expected_seconds(item) -> float:
+    """The ``seconds`` a ``slow`` mark expects the test to take (0 when it names none)."""
+    return float(item.get_closest_marker("slow").kwargs.get("seconds", 0))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Run the tests marked ``slow`` first (in their collection order, the rest after them, in
-    theirs): a parallel run (``pytest -n auto``, the README's command) then starts the longest
-    tests at once instead of ending on one of them with the other workers idle."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Run the tests marked ``slow`` first, the longest expected first (``slow(seconds=...)``;
+    otherwise in collection order), and the rest after them in theirs: a parallel run
+    (``pytest -n auto``, the README's command) then starts the longest tests at once instead
+    of ending on one of them with the other workers idle."""
+    items.sort(key=lambda item: (0, -_expected_seconds(item))
+               if item.get_closest_marker("slow") else (1, 0))

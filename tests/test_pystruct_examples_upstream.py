@@ -92,7 +92,8 @@ def test_every_example_is_run_or_listed():
 def _marks(name):
     marks = []
     if name in SLOW:
-        marks.append(pytest.mark.slow)
+        # the lower bound of the measured seconds (the start of SLOW's text)
+        marks.append(pytest.mark.slow(seconds=float(re.match(r"\d+", SLOW[name])[0])))
     if name in NEEDS_DATA:
         marks.append(pytest.mark.shared_data)
     if name in XFAIL:
