@@ -35,8 +35,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["AUTO_MAX_VARIABLES", "Relaxation", "ilp_decode", "local_polytope",
-           "n_variables", "solve_local_polytope"]
+__all__ = ["AUTO_MAX_VARIABLES", "Relaxation", "ilp_decode", "labelling_score",
+           "local_polytope", "n_variables", "solve_local_polytope"]
 
 #: The largest program (node plus edge variables, n K + m K^2) that ``"auto"`` decoding
 #: solves by the integer program when no cheaper exact method applies.  Measured (CPU time
@@ -242,7 +242,9 @@ def _warm_relaxation(n_nodes: int, n_states: int, edges: np.ndarray) -> _WarmRel
     return model
 
 
-def _score(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray, z: np.ndarray) -> float:
+def labelling_score(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
+                    z: np.ndarray) -> float:
+    """sum_v unary[v, z_v] + sum_e pairwise[e, z_head, z_tail] of the labelling ``z``."""
     total = unary[np.arange(len(z)), z].sum()
     if edges.shape[0]:
         total += pairwise[np.arange(edges.shape[0]), z[edges[:, 0]], z[edges[:, 1]]].sum()
@@ -285,7 +287,7 @@ def _certify(unary, pairwise, edges, z, n_allowed) -> tuple[bool, bool]:
         return False, False
     cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
     value, reduced = _warm_relaxation(n, K, edges).solve(cost, allowed)
-    if not _proven(_score(unary, pairwise, edges, z), -value):
+    if not _proven(labelling_score(unary, pairwise, edges, z), -value):
         return False, False
     margin = 1e-6 * (n + edges.shape[0]) * (1.0 + float(np.abs(cost).max(initial=0.0)))
     free = reduced <= margin
@@ -326,7 +328,7 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
             return candidate
     relaxed = solve_local_polytope(unary, pairwise, edges, n_allowed=n_allowed)
     z = np.argmax(relaxed.node_marginals, axis=1).astype(np.int32)
-    if _proven(_score(unary, pairwise, edges, z), relaxed.score):
+    if _proven(labelling_score(unary, pairwise, edges, z), relaxed.score):
         return z
     if optimal:
         return candidate

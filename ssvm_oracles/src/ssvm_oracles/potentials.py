@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssvm_oracles.graph import GRAPH_INFERENCE, GraphModel
-from ssvm_oracles.ilp import AUTO_MAX_VARIABLES, ilp_decode, n_variables
+from ssvm_oracles.ilp import AUTO_MAX_VARIABLES, ilp_decode, labelling_score, n_variables
 
 __all__ = ["DECODE_INFERENCE", "check_decode_inference", "decode_potentials", "gather_local"]
 
@@ -66,19 +66,12 @@ def _submodular(pairwise: np.ndarray) -> bool:
                        >= pairwise[:, 0, 1] + pairwise[:, 1, 0] - 1e-12))
 
 
-def _score(unary, pairwise, edges, labels) -> float:
-    total = unary[np.arange(unary.shape[0]), labels].sum()
-    if edges.shape[0]:
-        total += pairwise[np.arange(edges.shape[0]), labels[edges[:, 0]], labels[edges[:, 1]]].sum()
-    return float(total)
-
-
 def _best_guess(packed, w, unary, pairwise, edges) -> np.ndarray:
     """The better of loopy max-product's and alpha-expansion's labellings of the packed
     potentials ``w`` (``packed(inference)`` the graph's cached oracle)."""
     guesses = [np.asarray(packed(method)[0].decode(w)[0], dtype=np.int32)
                for method in ("max-product", "alpha-expansion")]
-    return max(guesses, key=lambda z: _score(unary, pairwise, edges, z))
+    return max(guesses, key=lambda z: labelling_score(unary, pairwise, edges, z))
 
 
 def gather_local(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
