@@ -268,6 +268,41 @@ def test_latent_fit_on_a_loopy_grid_ends_every_round_certified(inference):
     assert model.bind(X, svm.H_).exact
 
 
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("ties", [False, True])
+def test_the_relaxation_with_and_without_presolve_reaches_the_same_optimum(seed, ties):
+    """Both are optimal vertices of the local polytope with the same score; without ties (a
+    unique optimum, Gaussian scores) they are the same vertex."""
+    _, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=1)
+    n, K = u.shape
+    A, b = local_polytope(n, K, edges)
+    answers = [solve_local_polytope(u, pw, edges, presolve=presolve) for presolve in (0, 1)]
+    for r in answers:
+        x = np.concatenate([r.node_marginals.ravel(), r.edge_marginals.ravel()])
+        np.testing.assert_allclose(A @ x, b, atol=1e-9)
+        assert x.min() >= 0.0
+        score = u.ravel() @ r.node_marginals.ravel() + pw.ravel() @ r.edge_marginals.ravel()
+        assert score == pytest.approx(r.score, abs=1e-9)
+    assert answers[0].score == pytest.approx(answers[1].score, abs=1e-9)
+    assert answers[0].score >= _brute(u, pw, edges) - 1e-9
+    if not ties:
+        np.testing.assert_allclose(answers[0].node_marginals, answers[1].node_marginals,
+                                   atol=1e-9)
+
+
+def test_solving_prints_nothing():
+    """HiGHS prints its banner at the first ``highspy.Highs()`` of a process, before any
+    option can silence it; the relaxations, the warm model and the integer program print
+    nothing (a fresh process, so that the first instance is ours)."""
+    code = ("import numpy as np; from ssvm_oracles.ilp import ilp_decode, solve_local_polytope;"
+            "e = np.array([[0, 1], [1, 2], [2, 0]]); r = np.random.default_rng(0);"
+            "u, p = r.normal(size=(3, 2)), r.normal(size=(3, 2, 2));"
+            "ilp_decode(u, p, e, candidate=np.zeros(3, int));"
+            "solve_local_polytope(u, p, e); solve_local_polytope(u, p, e, integral=True)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (out.stdout, out.stderr) == ("", "")
+
+
 def test_importing_the_packages_does_not_import_networkx():
     code = ("import sys, ssvm_oracles, ssvm.compat.pystruct.models, ssvm.compat.pystruct.learners;"
             "print('networkx' in sys.modules)")

