@@ -8,6 +8,7 @@ distribution.  Importing the installed packages first prevents that.
 """
 
 import importlib
+import itertools
 import os
 
 for _name in ("ssvm_data", "ssvm_core", "ssvm_oracles", "ssvm_paths"):
@@ -38,10 +39,42 @@ def _expected_seconds(item) -> float:
     return float(item.get_closest_marker("slow").kwargs.get("seconds", 0))
 
 
+def _worksteal_chunks(n_items: int, n_workers: int) -> list[int]:
+    """The sizes of the contiguous chunks pytest-xdist's ``worksteal`` scheduler first sends
+    its ``n_workers`` workers (each idle worker in turn gets the pending items' share)."""
+    sizes = []
+    for remaining in range(n_workers, 0, -1):
+        sizes.append((n_items - sum(sizes)) // remaining)
+    return sizes
+
+
 def pytest_collection_modifyitems(config, items):
     """Run the tests marked ``slow`` first, the longest expected first (``slow(seconds=...)``;
-    otherwise in collection order), and the rest after them in theirs: a parallel run
-    (``pytest -n auto``, the README's command) then starts the longest tests at once instead
-    of ending on one of them with the other workers idle."""
-    items.sort(key=lambda item: (0, -_expected_seconds(item))
-               if item.get_closest_marker("slow") else (1, 0))
+    otherwise in collection order), and the rest after them in theirs.
+
+    Under ``pytest -n N --dist worksteal`` (the README's command) the collection is first
+    cut into N contiguous chunks, one per worker, and an idle worker steals from the *end*
+    of another's queue: slow tests at the head of one chunk stay on that worker, one after
+    the other.  So the slow tests are dealt out longest first to the chunk whose expected
+    seconds are fewest (Graham's LPT rule), each chunk starting with its own; the other
+    tests fill the chunks in collection order, and stealing balances them at the end.
+    """
+    slow = sorted((item for item in items if item.get_closest_marker("slow")),
+                  key=lambda item: -_expected_seconds(item))
+    rest = [item for item in items if not item.get_closest_marker("slow")]
+    n_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if n_workers <= 1:
+        items[:] = slow + rest
+        return
+    heads: list[list] = [[] for _ in range(n_workers)]
+    load = [0.0] * n_workers
+    for item in slow:
+        chunk = min(range(n_workers), key=lambda j: (load[j], len(heads[j])))
+        heads[chunk].append(item)
+        load[chunk] += _expected_seconds(item)
+    ordered, fill = [], iter(rest)
+    for head, size in zip(heads, _worksteal_chunks(len(items), n_workers)):
+        ordered += head
+        ordered += itertools.islice(fill, max(size - len(head), 0))
+    ordered += list(fill)
+    items[:] = ordered
