@@ -9,6 +9,11 @@ import pytest
 
 from ssvm_core import primal_objective, solve
 from ssvm_core.latent import LatentSSVM
+from ssvm_oracles.elimination import (
+    elimination_decode,
+    elimination_order,
+    elimination_table_entries,
+)
 from ssvm_oracles.graph import GraphModel, grid_edges
 from ssvm_oracles.ilp import (
     AUTO_MAX_VARIABLES,
@@ -54,7 +59,12 @@ def _brute(u, pw, edges, allowed=None):
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
-def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties):
+@pytest.mark.parametrize("elimination", [True, False])
+def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties, elimination, monkeypatch):
+    import ssvm_oracles.ilp as ilp
+
+    if not elimination:                       # the integer program where the LP is loose
+        monkeypatch.setattr(ilp, "ELIMINATION_MAX_ENTRIES", 0)
     rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
     n, K = u.shape
     z = ilp_decode(u, pw, edges)
@@ -117,6 +127,56 @@ def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
         ilp_decode(u, pw, edges, candidate=np.full(n + 1, 0))
     with pytest.raises(ValueError, match="candidate must hold"):
         ilp_decode(u, pw, edges, candidate=np.full(n, K))
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("ties", [False, True])
+def test_elimination_matches_brute_force_on_loopy_graphs(seed, ties):
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
+    n, K = u.shape
+    z = elimination_decode(u, pw, edges)
+    assert z.dtype == np.int32 and z.shape == (n,)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
+    allowed = rng.integers(1, K + 1, size=n)
+    z = elimination_decode(u, pw, edges, n_allowed=allowed)
+    assert np.all(z < allowed)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges, allowed), abs=1e-9)
+    # repeated and reversed edges are tables like any other
+    twice = np.concatenate([edges, edges[:, ::-1]])
+    pw2 = np.concatenate([pw, 0.5 * pw.transpose(0, 2, 1)])
+    z = elimination_decode(u, pw2, twice)
+    assert _score(u, pw2, twice, z) == pytest.approx(_brute(u, pw2, twice), abs=1e-9)
+
+
+def test_elimination_order_width_on_known_graphs():
+    path = np.array([[i, i + 1] for i in range(5)])
+    assert elimination_order(6, path)[1] == 2
+    ring = np.concatenate([path, [[5, 0]]])
+    assert elimination_order(6, ring)[1] == 3
+    order, width = elimination_order(16, grid_edges(4, 4))
+    assert sorted(order.tolist()) == list(range(16)) and width <= 5
+    assert elimination_order(3, np.zeros((0, 2), int))[1] == 1
+    assert elimination_table_entries(16, grid_edges(4, 4), 3) == 3 ** width
+
+
+@pytest.mark.parametrize("exact", ["elimination", "integer program"])
+def test_ilp_decode_without_a_tight_relaxation(exact, monkeypatch):
+    """Where the rounded relaxation falls short, variable elimination decides when its
+    tables are small enough, else the integer program; both are exact."""
+    import ssvm_oracles.ilp as ilp
+
+    if exact == "integer program":
+        monkeypatch.setattr(ilp, "ELIMINATION_MAX_ENTRIES", 0)
+    integral = []
+    monkeypatch.setattr(ilp, "solve_local_polytope", lambda *a, **k: integral.append(
+        k.get("integral", False)) or solve_local_polytope(*a, **k))
+    # a frustrated triangle: the relaxation's optimum is the fractional half-half point
+    edges = np.array([[0, 1], [1, 2], [2, 0]])
+    u = np.array([[0.0, 0.1], [0.0, 0.0], [0.0, 0.0]])
+    pw = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]]), (3, 1, 1))
+    z = ilp_decode(u, pw, edges)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges))
+    assert any(integral) == (exact == "integer program")
 
 
 def test_a_unique_maximiser_skips_the_cold_solve_and_a_tie_does_not(monkeypatch):

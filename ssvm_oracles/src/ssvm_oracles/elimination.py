@@ -1,0 +1,141 @@
+"""Exact MAP labellings of pairwise scores by max-sum variable elimination.
+
+The score s(z) = sum_v u_v(z_v) + sum_e theta_e(z_head, z_tail) is maximised one node at a
+time: eliminating node v sums the tables that involve v into one table over v and its
+current neighbours, maximises it over v, and keeps the maximising state of v for every
+state of the neighbours; the neighbours become a clique.  After the last node, the kept
+tables are read backwards to a maximising labelling (bucket elimination, Dechter 1999).  The
+answer is exact on every graph; the cost is set by the largest table, K to the power of the
+largest neighbourhood met plus one, which a good order keeps small on graphs of small
+treewidth (a 6 x 6 grid: 7 nodes, 78,125 entries with K = 5, where the integer program of
+``ssvm_oracles.ilp`` takes seconds).  The order is greedy min-fill (the node whose
+elimination adds the fewest edges; ties by degree, then index).  Among tied maximisers the
+lowest state wins at every elimination, so the answer is deterministic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ssvm_oracles._score_tables import allowed_states, check_tables
+
+__all__ = ["elimination_decode", "elimination_order", "elimination_table_entries"]
+
+
+def _neighbours(n_nodes: int, edges: np.ndarray) -> list[set[int]]:
+    adjacent: list[set[int]] = [set() for _ in range(n_nodes)]
+    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2).tolist():
+        if a != b:
+            adjacent[a].add(b)
+            adjacent[b].add(a)
+    return adjacent
+
+
+def elimination_order(n_nodes: int, edges) -> tuple[np.ndarray, int]:
+    """A greedy min-fill elimination order and the largest table scope it meets.
+
+    Parameters
+    ----------
+    n_nodes : int
+    edges : int array (m, 2)
+
+    Returns
+    -------
+    order : int array (n_nodes,)
+        The nodes in the order they are eliminated.
+    width : int
+        The largest number of nodes in one table (a node and its neighbours when it is
+        eliminated): the tables have K ** width entries at most.
+    """
+    adjacent = _neighbours(n_nodes, edges)
+    remaining = set(range(n_nodes))
+    order, width = [], 1 if n_nodes else 0
+
+    def fill(v: int) -> int:
+        near = sorted(adjacent[v])
+        return sum(1 for i, a in enumerate(near) for b in near[i + 1:] if b not in adjacent[a])
+
+    while remaining:
+        v = min(remaining, key=lambda u: (fill(u), len(adjacent[u]), u))
+        near = adjacent[v]
+        width = max(width, len(near) + 1)
+        for a in near:
+            adjacent[a] |= near - {a}
+            adjacent[a].discard(v)
+        remaining.remove(v)
+        order.append(v)
+    return np.asarray(order, dtype=np.intp), width
+
+
+def elimination_table_entries(n_nodes: int, edges, n_states: int) -> int:
+    """The entries of the largest table ``elimination_decode`` builds: K ** width."""
+    return int(n_states) ** elimination_order(n_nodes, edges)[1]
+
+
+def elimination_decode(unary, pairwise, edges, *, n_allowed=None) -> np.ndarray:
+    """An exact argmax labelling of the pairwise score, int32 (n,), by variable elimination.
+
+    Parameters
+    ----------
+    unary : array (n, K)
+        Node scores u_v(k).
+    pairwise : array (m, K, K)
+        Edge scores, rows the state of ``edges[e, 0]``.
+    edges : int array (m, 2)
+    n_allowed : int array (n,), optional
+        Node v may only take the states 0..n_allowed[v]-1; all K if omitted.
+
+    Returns
+    -------
+    int32 array (n,)
+        A maximiser (among tied ones, the lowest state at each elimination).
+
+    Raises
+    ------
+    ValueError
+        For inconsistent shapes, non-finite scores or bad ``n_allowed``.
+
+    Notes
+    -----
+    Time and memory grow as n K ** width (``elimination_table_entries``); call it where
+    that is small.
+    """
+    unary = np.array(unary, dtype=np.float64)
+    pairwise = np.asarray(pairwise, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    check_tables(unary, pairwise, edges)
+    n, K = unary.shape
+    if n_allowed is not None:
+        unary[~allowed_states(n, K, n_allowed)] = -np.inf
+    # tables: scope (increasing node ids) -> values, one axis per node of the scope
+    tables: list[tuple[tuple[int, ...], np.ndarray]] = [((v,), unary[v]) for v in range(n)]
+    for (a, b), theta in zip(edges.tolist(), pairwise):
+        if a == b:
+            tables.append(((a,), np.diagonal(theta).copy()))
+        else:
+            tables.append(((a, b), theta) if a < b else ((b, a), theta.T))
+    holding: list[set[int]] = [set() for _ in range(n)]      # node -> tables that hold it
+    for t, (scope, _) in enumerate(tables):
+        for v in scope:
+            holding[v].add(t)
+    order, _ = elimination_order(n, edges)
+    kept = []                                     # (v, the other nodes, argmax of v)
+    for v in order.tolist():
+        used = sorted(holding[v])
+        scope = sorted({u for t in used for u in tables[t][0]})
+        total = np.zeros((K,) * len(scope))
+        for t in used:
+            own, values = tables[t]
+            total = total + values.reshape([K if u in own else 1 for u in scope])
+            for u in own:
+                holding[u].discard(t)
+        axis = scope.index(v)
+        rest = tuple(scope[:axis] + scope[axis + 1:])
+        kept.append((v, rest, np.argmax(total, axis=axis)))
+        tables.append((rest, np.max(total, axis=axis)))
+        for u in rest:
+            holding[u].add(len(tables) - 1)
+    z = np.zeros(n, dtype=np.int32)
+    for v, rest, best in reversed(kept):
+        z[v] = best[tuple(z[u] for u in rest)]
+    return z
