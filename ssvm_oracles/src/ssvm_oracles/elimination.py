@@ -15,20 +15,14 @@ lowest state wins at every elimination, so the answer is deterministic.
 
 from __future__ import annotations
 
+import functools
+import heapq
+
 import numpy as np
 
 from ssvm_oracles._score_tables import allowed_states, check_tables
 
 __all__ = ["elimination_decode", "elimination_order", "elimination_table_entries"]
-
-
-def _neighbours(n_nodes: int, edges: np.ndarray) -> list[set[int]]:
-    adjacent: list[set[int]] = [set() for _ in range(n_nodes)]
-    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2).tolist():
-        if a != b:
-            adjacent[a].add(b)
-            adjacent[b].add(a)
-    return adjacent
 
 
 def elimination_order(n_nodes: int, edges) -> tuple[np.ndarray, int]:
@@ -46,25 +40,54 @@ def elimination_order(n_nodes: int, edges) -> tuple[np.ndarray, int]:
     width : int
         The largest number of nodes in one table (a node and its neighbours when it is
         eliminated): the tables have K ** width entries at most.
+
+    Notes
+    -----
+    The orders of the last 64 graph structures are kept (a training run decodes the same
+    graphs again and again).
     """
-    adjacent = _neighbours(n_nodes, edges)
-    remaining = set(range(n_nodes))
+    edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
+    order, width = _min_fill(int(n_nodes), edges.tobytes())
+    return np.asarray(order, dtype=np.intp), width
+
+
+@functools.lru_cache(maxsize=64)
+def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], int]:
+    """``elimination_order`` of a structure: a heap of (fill, degree, node) keys, where
+    eliminating v changes the keys of its neighbours and theirs only."""
+    adjacent: list[set[int]] = [set() for _ in range(n_nodes)]
+    for a, b in np.frombuffer(edge_bytes, dtype=np.int64).reshape(-1, 2).tolist():
+        if a != b:
+            adjacent[a].add(b)
+            adjacent[b].add(a)
+
+    def key(u: int) -> tuple[int, int]:
+        near = sorted(adjacent[u])
+        fill = sum(1 for i, a in enumerate(near) for b in near[i + 1:]
+                   if b not in adjacent[a])
+        return fill, len(near)
+
+    keys = [key(u) for u in range(n_nodes)]
+    heap = [(*keys[u], u) for u in range(n_nodes)]
+    heapq.heapify(heap)
+    gone = [False] * n_nodes
     order, width = [], 1 if n_nodes else 0
-
-    def fill(v: int) -> int:
-        near = sorted(adjacent[v])
-        return sum(1 for i, a in enumerate(near) for b in near[i + 1:] if b not in adjacent[a])
-
-    while remaining:
-        v = min(remaining, key=lambda u: (fill(u), len(adjacent[u]), u))
+    while heap:
+        fill, degree, v = heapq.heappop(heap)
+        if gone[v] or (fill, degree) != keys[v]:
+            continue                                  # eliminated, or a stale key
         near = adjacent[v]
         width = max(width, len(near) + 1)
         for a in near:
             adjacent[a] |= near - {a}
             adjacent[a].discard(v)
-        remaining.remove(v)
+        gone[v] = True
         order.append(v)
-    return np.asarray(order, dtype=np.intp), width
+        for u in set(near).union(*(adjacent[a] for a in near)) - {v}:
+            if not gone[u] and (new := key(u)) != keys[u]:
+                keys[u] = new
+                heapq.heappush(heap, (*new, u))
+    return tuple(order), width
 
 
 def elimination_table_entries(n_nodes: int, edges, n_states: int) -> int:

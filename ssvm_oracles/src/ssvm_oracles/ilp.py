@@ -175,9 +175,10 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
 def _quiet_highs():
     """A new HiGHS instance that prints nothing.  ``highspy.Highs()`` sets up Python callbacks
     whose first use prints HiGHS's banner (highspy 1.16) before any option can turn the
-    output off; the solver class under it (``highspy._core._Highs``) does not."""
+    output off; the solver class under it (``highspy._core._Highs``, private: the public
+    class where a release no longer has it) does not."""
     import highspy
-    highs = highspy._core._Highs()
+    highs = getattr(getattr(highspy, "_core", None), "_Highs", highspy.Highs)()
     highs.setOptionValue("output_flag", False)
     return highs
 
