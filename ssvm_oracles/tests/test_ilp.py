@@ -157,6 +157,10 @@ def test_elimination_order_width_on_known_graphs():
     assert sorted(order.tolist()) == list(range(16)) and width <= 5
     assert elimination_order(3, np.zeros((0, 2), int))[1] == 1
     assert elimination_table_entries(16, grid_edges(4, 4), 3) == 3 ** width
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="3\\^5 entries"):
+        elimination_decode(rng.normal(size=(16, 3)), rng.normal(size=(24, 3, 3)),
+                           grid_edges(4, 4), max_entries=3 ** width - 1)
 
 
 @pytest.mark.parametrize("exact", ["elimination", "integer program"])
@@ -333,10 +337,12 @@ def test_latent_fit_on_a_loopy_grid_ends_every_round_certified(inference):
 def test_the_relaxation_with_and_without_presolve_reaches_the_same_optimum(seed, ties):
     """Both are optimal vertices of the local polytope with the same score; without ties (a
     unique optimum, Gaussian scores) they are the same vertex."""
-    _, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=1)
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=1)
     n, K = u.shape
     A, b = local_polytope(n, K, edges)
-    answers = [solve_local_polytope(u, pw, edges, presolve=presolve) for presolve in (0, 1)]
+    allowed = rng.integers(1, K + 1, size=n) if seed % 2 else None
+    answers = [solve_local_polytope(u, pw, edges, presolve=presolve, n_allowed=allowed)
+               for presolve in (False, True)]
     for r in answers:
         x = np.concatenate([r.node_marginals.ravel(), r.edge_marginals.ravel()])
         np.testing.assert_allclose(A @ x, b, atol=1e-9)
@@ -344,7 +350,10 @@ def test_the_relaxation_with_and_without_presolve_reaches_the_same_optimum(seed,
         score = u.ravel() @ r.node_marginals.ravel() + pw.ravel() @ r.edge_marginals.ravel()
         assert score == pytest.approx(r.score, abs=1e-9)
     assert answers[0].score == pytest.approx(answers[1].score, abs=1e-9)
-    assert answers[0].score >= _brute(u, pw, edges) - 1e-9
+    assert answers[0].score >= _brute(u, pw, edges, allowed) - 1e-9
+    if allowed is not None:
+        for r in answers:
+            assert np.all(r.node_marginals[np.arange(K)[None, :] >= allowed[:, None]] == 0.0)
     if not ties:
         np.testing.assert_allclose(answers[0].node_marginals, answers[1].node_marginals,
                                    atol=1e-9)

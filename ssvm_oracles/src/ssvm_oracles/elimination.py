@@ -95,7 +95,8 @@ def elimination_table_entries(n_nodes: int, edges, n_states: int) -> int:
     return int(n_states) ** elimination_order(n_nodes, edges)[1]
 
 
-def elimination_decode(unary, pairwise, edges, *, n_allowed=None) -> np.ndarray:
+def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
+                       max_entries: int = 2 ** 26) -> np.ndarray:
     """An exact argmax labelling of the pairwise score, int32 (n,), by variable elimination.
 
     Parameters
@@ -107,6 +108,9 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None) -> np.ndarray:
     edges : int array (m, 2)
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1; all K if omitted.
+    max_entries : int, default 2 ** 26
+        Refuse graphs whose largest table would have more entries (2 ** 26 doubles are
+        512 MB); time and memory grow as n K ** width (``elimination_table_entries``).
 
     Returns
     -------
@@ -116,12 +120,8 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None) -> np.ndarray:
     Raises
     ------
     ValueError
-        For inconsistent shapes, non-finite scores or bad ``n_allowed``.
-
-    Notes
-    -----
-    Time and memory grow as n K ** width (``elimination_table_entries``); call it where
-    that is small.
+        For inconsistent shapes, non-finite scores, bad ``n_allowed``, or a largest table
+        of more than ``max_entries`` entries.
     """
     unary = np.array(unary, dtype=np.float64)
     pairwise = np.asarray(pairwise, dtype=np.float64)
@@ -141,7 +141,11 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None) -> np.ndarray:
     for t, (scope, _) in enumerate(tables):
         for v in scope:
             holding[v].add(t)
-    order, _ = elimination_order(n, edges)
+    order, width = elimination_order(n, edges)
+    if K ** width > max_entries:
+        raise ValueError(f"variable elimination on this graph needs a table of {K}^{width} "
+                         f"entries (more than max_entries={max_entries}): its treewidth is too "
+                         "large for exact elimination; use ssvm_oracles.ilp.ilp_decode")
     kept = []                                     # (v, the other nodes, argmax of v)
     for v in order.tolist():
         used = sorted(holding[v])
