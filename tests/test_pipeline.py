@@ -80,6 +80,29 @@ def test_iterates_do_not_depend_on_the_number_of_threads(name, lag):
     _assert_v_is_sum(states[0])
 
 
+def test_auto_lag_follows_its_rule():
+    from ssvm_core.pipeline import auto_lag
+
+    assert auto_lag(6251, 1) == 0                      # one thread: serial BCFW
+    assert auto_lag(32, 2) == 1                        # small n: W - 1 keeps W threads busy
+    assert auto_lag(6251, 2) == 4 and auto_lag(8936, 2) == 4   # OCR-large, CoNLL: 2 W
+    assert auto_lag(2500, 2) == 2 and auto_lag(2500, 4) == 3   # L / n <= 1/1000 in between
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_auto_lag_runs_the_lag_it_records(name):
+    from ssvm_core.pipeline import auto_lag
+
+    oracle, box = PROBLEMS[name]()
+    lag = auto_lag(oracle.n_blocks, 2)
+    runs = [solve(oracle, 0.05, box=box, pipeline_lag=L, n_jobs=2, max_passes=3, tol=0,
+                  random_state=3, gap_check_every=3) for L in ("auto", lag)]
+    np.testing.assert_array_equal(runs[0].w, runs[1].w)
+    assert [h["pipeline_lag"] for h in runs[0].history] == [lag] * len(runs[0].history)
+    with pytest.raises(ValueError, match="pipeline_lag"):
+        solve(oracle, 0.05, box=box, pipeline_lag="fast", n_jobs=2)
+
+
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_lag_zero_is_serial_bcfw(name):
     oracle, box = PROBLEMS[name]()

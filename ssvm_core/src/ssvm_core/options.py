@@ -334,7 +334,8 @@ OPTIONS: tuple[Option, ...] = (
         ``ssvm_core.shards.ShardExecutor(K)`` runs the passes as shard rounds
         instead: K shards take BCFW steps on their own blocks and the master
         combines them by an exact line search.""", cli=False, path=False),
-    Option("pipeline_lag", None, Number(0, integer=True, none=True), "int, optional", """
+    Option("pipeline_lag", None, Number(0, integer=True, none=True, words=("auto",)),
+           'int, "auto" or None', """
         Pipelined BCFW for expensive oracles (``ssvm_core.pipeline``): the
         blocks are drawn as BCFW draws them and the oracle call for step j is
         made at the iterate after step j - L, by whichever worker thread is
@@ -349,13 +350,17 @@ OPTIONS: tuple[Option, ...] = (
         no call) and ``n_samples``; line search and "uniform", "perm" or
         "seq" sampling only.  Compiled oracles on compact blocks with plain FW
         steps and no box run their passes in compiled code on 1 or 2 threads
-        (the same iterates; ``ssvm_core._pipeline``).  None: no pipeline.""", path=False,
+        (the same iterates; ``ssvm_core._pipeline``).  "auto" takes the lag
+        ``pipeline.auto_lag`` gives for the blocks and the threads (2 W where
+        n is large enough for answers that stale to cost little, down to
+        W - 1 on small n; 0 on one thread).  None: no pipeline.""", path=False,
         cli_help="Pipelined BCFW for expensive oracles: the oracle call of step j is made at "
                  "the iterate after step j - L by whichever of the --n-jobs threads is free, "
                  "and the steps are applied in order with the exact line search; the "
                  "iterates do not depend on the number of threads; 0 is plain BCFW, L + 1 calls "
                  "are in flight (L = --n-jobs is a good start; a larger L makes answers "
-                 "staler); none means no pipeline."),
+                 "staler); auto chooses L from the blocks and the threads; none means no "
+                 "pipeline."),
     Option("pipeline_cache_steps", 0, Number(0, integer=True), "int", """
         c of pipelined BCFW with ``cache``: after each step from an oracle
         answer the master makes c cache steps (no oracle call) on blocks whose

@@ -23,7 +23,7 @@ from ssvm_core.options import NAMES, needs_active_sets, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, max_scores
 from ssvm_core.pass_loop import Budgets, PassLoop
-from ssvm_core.pipeline import Pipeline, check_pipeline_executor, pipeline_workers
+from ssvm_core.pipeline import Pipeline, auto_lag, check_pipeline_executor, pipeline_workers
 from ssvm_core.shards import ShardExecutor
 from ssvm_core.state import SolverState
 from ssvm_core.validation import check_lam, resolve_box
@@ -85,7 +85,7 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
           callback: Callable[[dict], bool | None] | None = None,
           n_jobs: int | None = None, verbose: int = 0,
           batch_blocks: int | str = 1, parallel_steps: bool = False,
-          executor=None, pipeline_lag: int | None = None,
+          executor=None, pipeline_lag: int | str | None = None,
           pipeline_cache_steps: int = 0) -> SolveResult:
     """Minimise the SSVM primal through its dual with (block-coordinate) Frank-Wolfe.
 
@@ -121,7 +121,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
     certified from this check on); missing values are None.  With
     ``batch_blocks="auto"`` a record also holds the pass's ``batch_blocks``, its
     ``staleness_efficiency`` (None at tau = 1), the next pass's tau
-    ``batch_blocks_next`` and ``batch_blocks_reason`` (``ssvm_core.autotau``).  Ctrl-C (SIGINT)
+    ``batch_blocks_next`` and ``batch_blocks_reason`` (``ssvm_core.autotau``); with
+    ``pipeline_lag``, the lag L (``pipeline_lag="auto"``: ``pipeline.auto_lag``'s).  Ctrl-C (SIGINT)
     or SIGTERM stops after the current pass (mini-batch rounds outside this
     process: after the current round; pipelined steps: after the current
     step, or within 64 steps on the compiled path) and returns the model; a second
@@ -154,7 +155,10 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
         rng.bit_generator.state = state.rng_state
     if pipeline_lag is not None:
         check_pipeline_executor(pool)
-        pipe = Pipeline(oracle, state, pipeline_lag, pipeline_workers(pool, n_jobs), sampling,
+        workers = pipeline_workers(pool, n_jobs)
+        if pipeline_lag == "auto":
+            pipeline_lag = auto_lag(oracle.n_blocks, workers)
+        pipe = Pipeline(oracle, state, pipeline_lag, workers, sampling,
                         step=step, cache=cache, cache_factor=cache_factor, cache_nu=cache_nu,
                         n_samples=n_samples, cache_steps=pipeline_cache_steps)
         one_pass = functools.partial(pipe.one_pass, rng)
@@ -177,7 +181,8 @@ def solve(oracle, lam: float, *, batch: bool = False, line_search: bool = True,
                           gap_check_every=gap_check_every, gap_check_growth=gap_check_growth,
                           initial_gap_pass=initial_gap_pass,
                           callback=callback, n_jobs=n_jobs, verbose=verbose,
-                          pool=None if isinstance(pool, SerialExecutor) else pool, auto=auto)
+                          pool=None if isinstance(pool, SerialExecutor) else pool, auto=auto,
+                          lag=None if pipe is None else pipe.lag)
     replaced_before = state.replaced_answers
     with pool if pool is not executor or isinstance(pool, ShardExecutor) else \
             contextlib.nullcontext(), pipe if pipe is not None else contextlib.nullcontext():
@@ -269,12 +274,13 @@ class _FrankWolfeLoop(PassLoop):
 
     def __init__(self, oracle, state, rng, budgets, one_pass, *, mode, tol, gap_check_every,
                  gap_check_growth, initial_gap_pass, callback, n_jobs, verbose, pool,
-                 auto=None):
+                 auto=None, lag=None):
         super().__init__(state, rng, oracle.n_blocks, budgets, gap_check_every, callback,
                          verbose)
         self.check_growth = gap_check_growth
         self.oracle, self.pool, self.n_jobs = oracle, pool, n_jobs
         self.auto = auto                     # AutoTau of batch_blocks="auto", or None
+        self.lag = lag                       # the pipeline's lag, or None (no pipeline)
         self._pass = one_pass
         self.mode, self.averaging = mode, mode != "plain"
         self.tol, self.initial_gap_pass = tol, initial_gap_pass
@@ -396,6 +402,8 @@ class _FrankWolfeLoop(PassLoop):
             rec.update(primal_avg=None, dual_avg=None, gap_avg=None)
         if self.auto is not None:
             rec.update(self.auto.record())
+        if self.lag is not None:
+            rec["pipeline_lag"] = self.lag
         return rec
 
 
@@ -517,7 +525,7 @@ class FrankWolfeSSVM(BaseSSVM):
                  initial_gap_pass: bool = True, warm_start: bool = False, random_state=None,
                  callback=None, n_jobs: int | None = None, verbose: int = 0,
                  batch_blocks: int | str = 1, parallel_steps: bool = False, executor=None,
-                 pipeline_lag: int | None = None, pipeline_cache_steps: int = 0):
+                 pipeline_lag: int | str | None = None, pipeline_cache_steps: int = 0):
         self.model = model
         self.lam = lam
         self.C = C
