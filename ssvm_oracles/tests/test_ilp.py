@@ -57,6 +57,22 @@ def _brute(u, pw, edges, allowed=None):
     return max(_score(u, pw, edges, z) for z in itertools.product(*ranges))
 
 
+def _assert_exact(decode, seed: int, ties: bool):
+    """``decode`` (``ilp_decode``, ``elimination_decode``) scores as brute force on a random
+    loopy problem, with and without ``n_allowed``; returns the problem's edges and tables."""
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
+    n, K = u.shape
+    z = decode(u, pw, edges)
+    assert z.dtype == np.int32 and z.shape == (n,)
+    # ties: several maximisers may exist; the answer must score as the best one
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
+    allowed = rng.integers(1, K + 1, size=n)
+    z = decode(u, pw, edges, n_allowed=allowed)
+    assert np.all(z < allowed)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges, allowed), abs=1e-9)
+    return edges, u, pw
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
 @pytest.mark.parametrize("elimination", [True, False])
@@ -65,16 +81,8 @@ def test_ilp_matches_brute_force_on_loopy_graphs(seed, ties, elimination, monkey
 
     if not elimination:                       # the integer program where the LP is loose
         monkeypatch.setattr(ilp, "ELIMINATION_MAX_ENTRIES", 0)
-    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
+    edges, u, pw = _assert_exact(ilp_decode, seed, ties)
     n, K = u.shape
-    z = ilp_decode(u, pw, edges)
-    assert z.dtype == np.int32 and z.shape == (n,)
-    # ties: several maximisers may exist; the answer must score as the best one
-    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
-    allowed = rng.integers(1, K + 1, size=n)
-    z = ilp_decode(u, pw, edges, n_allowed=allowed)
-    assert np.all(z < allowed)
-    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges, allowed), abs=1e-9)
     # the LP relaxation bounds the integer optimum from above, and its score is attained
     relaxed = solve_local_polytope(u, pw, edges)
     assert relaxed.score >= _brute(u, pw, edges) - 1e-9
@@ -132,15 +140,7 @@ def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
 def test_elimination_matches_brute_force_on_loopy_graphs(seed, ties):
-    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
-    n, K = u.shape
-    z = elimination_decode(u, pw, edges)
-    assert z.dtype == np.int32 and z.shape == (n,)
-    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
-    allowed = rng.integers(1, K + 1, size=n)
-    z = elimination_decode(u, pw, edges, n_allowed=allowed)
-    assert np.all(z < allowed)
-    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges, allowed), abs=1e-9)
+    edges, u, pw = _assert_exact(elimination_decode, seed, ties)
     # repeated and reversed edges are tables like any other
     twice = np.concatenate([edges, edges[:, ::-1]])
     pw2 = np.concatenate([pw, 0.5 * pw.transpose(0, 2, 1)])
