@@ -333,7 +333,9 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
 
     The LP relaxation is solved: when the labelling that rounds its node marginals scores as
     much as the relaxed optimum (an upper bound of every labelling's score; up to 1e-9
-    relative), it is a maximiser and is returned.  Otherwise the integer program decides
+    relative), it is a maximiser and is returned.  Otherwise an exact method decides: max-sum
+    variable elimination (``ssvm_oracles.elimination``) where its largest table has at most
+    ``ELIMINATION_MAX_ENTRIES`` entries, else the integer program
     (``solve_local_polytope(integral=True)``).
 
     A ``candidate`` labelling (int (n,), optional: a cheap guess such as max-product's) is
@@ -341,8 +343,7 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
     is returned at once (the answer the cold solve would give, see the module notes).  If it
     proves it a maximiser among others, the cold relaxation's rounded labelling is still
     preferred when it too is proven; otherwise the candidate is returned instead of running
-    the integer program (which, started from the candidate, would stop at once: its root
-    relaxation meets it).
+    the exact method.
     """
     unary = np.asarray(unary, dtype=np.float64)
     pairwise = np.asarray(pairwise, dtype=np.float64)
