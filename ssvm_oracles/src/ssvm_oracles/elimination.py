@@ -5,12 +5,13 @@ time: eliminating node v sums the tables that involve v into one table over v an
 current neighbours, maximises it over v, and keeps the maximising state of v for every
 state of the neighbours; the neighbours become a clique.  After the last node, the kept
 tables are read backwards to a maximising labelling (bucket elimination, Dechter 1999).  The
-answer is exact on every graph; the cost is set by the largest table, K to the power of the
-largest neighbourhood met plus one, which a good order keeps small on graphs of small
-treewidth (a 6 x 6 grid: 7 nodes, 78,125 entries with K = 5, where the integer program of
-``ssvm_oracles.ilp`` takes seconds).  The order is greedy min-fill (the node whose
-elimination adds the fewest edges; ties by degree, then index).  Among tied maximisers the
-lowest state wins at every elimination, so the answer is deterministic.
+answer is exact on every graph; time and memory follow the tables' entries, K to the power
+of each eliminated node's neighbourhood plus one, which a good order keeps small on graphs
+of small treewidth (a 6 x 6 grid with K = 5: 431,280 entries in all, the largest table
+5^7, where the integer program of ``ssvm_oracles.ilp`` takes seconds).  The order is
+greedy min-fill (the node whose elimination adds the fewest edges; ties by degree, then
+index).  Among tied maximisers the lowest state wins at every elimination, so the answer
+is deterministic.
 """
 
 from __future__ import annotations
@@ -46,14 +47,19 @@ def elimination_order(n_nodes: int, edges) -> tuple[np.ndarray, int]:
     The orders of the last 64 graph structures are kept (a training run decodes the same
     graphs again and again).
     """
+    order, scopes = _min_fill_of(n_nodes, edges)
+    return np.asarray(order, dtype=np.intp), max(scopes, default=0)
+
+
+def _min_fill_of(n_nodes: int, edges) -> tuple[tuple[int, ...], tuple[int, ...]]:
     edges = np.ascontiguousarray(edges, dtype=np.int64).reshape(-1, 2)
-    order, width = _min_fill(int(n_nodes), edges.tobytes())
-    return np.asarray(order, dtype=np.intp), width
+    return _min_fill(int(n_nodes), edges.tobytes())
 
 
 @functools.lru_cache(maxsize=64)
-def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], int]:
-    """``elimination_order`` of a structure: a heap of (fill, degree, node) keys, where
+def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The greedy min-fill order of a structure and the size of each elimination's table
+    scope (the node and its neighbours then): a heap of (fill, degree, node) keys, where
     eliminating v changes the keys of its neighbours and theirs only."""
     adjacent: list[set[int]] = [set() for _ in range(n_nodes)]
     for a, b in np.frombuffer(edge_bytes, dtype=np.int64).reshape(-1, 2).tolist():
@@ -71,13 +77,13 @@ def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], int]:
     heap = [(*keys[u], u) for u in range(n_nodes)]
     heapq.heapify(heap)
     gone = [False] * n_nodes
-    order, width = [], 1 if n_nodes else 0
+    order, scopes = [], []
     while heap:
         fill, degree, v = heapq.heappop(heap)
         if gone[v] or (fill, degree) != keys[v]:
             continue                                  # eliminated, or a stale key
         near = adjacent[v]
-        width = max(width, len(near) + 1)
+        scopes.append(len(near) + 1)
         for a in near:
             adjacent[a] |= near - {a}
             adjacent[a].discard(v)
@@ -87,12 +93,13 @@ def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], int]:
             if not gone[u] and (new := key(u)) != keys[u]:
                 keys[u] = new
                 heapq.heappush(heap, (*new, u))
-    return tuple(order), width
+    return tuple(order), tuple(scopes)
 
 
 def elimination_table_entries(n_nodes: int, edges, n_states: int) -> int:
-    """The entries of the largest table ``elimination_decode`` builds: K ** width."""
-    return int(n_states) ** elimination_order(n_nodes, edges)[1]
+    """The entries of all the tables ``elimination_decode`` builds, sum of K ** (scope size)
+    over the eliminations: its time and memory grow with it."""
+    return sum(int(n_states) ** size for size in _min_fill_of(n_nodes, edges)[1])
 
 
 def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
@@ -109,8 +116,9 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
     n_allowed : int array (n,), optional
         Node v may only take the states 0..n_allowed[v]-1; all K if omitted.
     max_entries : int, default 2 ** 26
-        Refuse graphs whose largest table would have more entries (2 ** 26 doubles are
-        512 MB); time and memory grow as n K ** width (``elimination_table_entries``).
+        Refuse graphs whose tables would have more entries together
+        (``elimination_table_entries``, which time and memory follow; a table of 2 ** 26
+        doubles is 512 MB).
 
     Returns
     -------
@@ -120,8 +128,8 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
     Raises
     ------
     ValueError
-        For inconsistent shapes, non-finite scores, bad ``n_allowed``, or a largest table
-        of more than ``max_entries`` entries.
+        For inconsistent shapes, non-finite scores, bad ``n_allowed``, or tables of more
+        than ``max_entries`` entries together.
     """
     unary = np.array(unary, dtype=np.float64)
     pairwise = np.asarray(pairwise, dtype=np.float64)
@@ -141,13 +149,16 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
     for t, (scope, _) in enumerate(tables):
         for v in scope:
             holding[v].add(t)
-    order, width = elimination_order(n, edges)
-    if K ** width > max_entries:
-        raise ValueError(f"variable elimination on this graph needs a table of {K}^{width} "
-                         f"entries (more than max_entries={max_entries}): its treewidth is too "
-                         "large for exact elimination; use ssvm_oracles.ilp.ilp_decode")
+    order, scopes = _min_fill_of(n, edges)
+    entries = sum(K ** size for size in scopes)
+    if entries > max_entries:
+        raise ValueError(f"variable elimination on this graph needs tables of {entries} "
+                         f"entries (more than max_entries={max_entries}; the largest has "
+                         f"{K}^{max(scopes)}): its treewidth is too large for exact "
+                         "elimination; use ssvm_oracles.ilp.ilp_decode")
+    state_type = np.min_scalar_type(K - 1)        # the kept maximisers: one byte for K <= 256
     kept = []                                     # (v, the other nodes, argmax of v)
-    for v in order.tolist():
+    for v in order:
         used = sorted(holding[v])
         scope = sorted({u for t in used for u in tables[t][0]})
         total = np.zeros((K,) * len(scope))
@@ -158,7 +169,7 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
                 holding[u].discard(t)
         axis = scope.index(v)
         rest = tuple(scope[:axis] + scope[axis + 1:])
-        kept.append((v, rest, np.argmax(total, axis=axis)))
+        kept.append((v, rest, np.argmax(total, axis=axis).astype(state_type)))
         tables.append((rest, np.max(total, axis=axis)))
         for u in rest:
             holding[u].add(len(tables) - 1)
