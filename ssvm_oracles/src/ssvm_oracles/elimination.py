@@ -99,7 +99,11 @@ def _min_fill(n_nodes: int, edge_bytes: bytes) -> tuple[tuple[int, ...], tuple[i
 def elimination_table_entries(n_nodes: int, edges, n_states: int) -> int:
     """The entries of all the tables ``elimination_decode`` builds, sum of K ** (scope size)
     over the eliminations: its time and memory grow with it."""
-    return sum(int(n_states) ** size for size in _min_fill_of(n_nodes, edges)[1])
+    return _entries(_min_fill_of(n_nodes, edges)[1], n_states)
+
+
+def _entries(scopes: tuple[int, ...], n_states: int) -> int:
+    return sum(int(n_states) ** size for size in scopes)
 
 
 def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
@@ -150,7 +154,7 @@ def elimination_decode(unary, pairwise, edges, *, n_allowed=None,
         for v in scope:
             holding[v].add(t)
     order, scopes = _min_fill_of(n, edges)
-    entries = sum(K ** size for size in scopes)
+    entries = _entries(scopes, K)
     if entries > max_entries:
         raise ValueError(f"variable elimination on this graph needs tables of {entries} "
                          f"entries (more than max_entries={max_entries}; the largest has "

@@ -30,6 +30,7 @@ maximisers where the integer program would have chosen.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import NamedTuple
@@ -108,6 +109,21 @@ def local_polytope(n_nodes: int, n_states: int, edges: np.ndarray
     return A, rhs
 
 
+def _polytope_of(n_nodes: int, n_states: int, edges: np.ndarray
+                 ) -> tuple[sp.csc_array, np.ndarray]:
+    """``local_polytope`` of a structure, column-major, kept for the last 64 structures (a
+    training run solves the same graphs again and again); callers must not change it."""
+    return _polytope(n_nodes, n_states, np.ascontiguousarray(edges, dtype=np.int64).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _polytope(n_nodes: int, n_states: int, edge_bytes: bytes):
+    A, rhs = local_polytope(n_nodes, n_states,
+                            np.frombuffer(edge_bytes, dtype=np.int64).reshape(-1, 2))
+    rhs.setflags(write=False)
+    return sp.csc_array(A), rhs
+
+
 def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
                          n_allowed=None, presolve: bool = False) -> Relaxation:
     """Maximise the pairwise score over the local polytope, or exactly over labellings.
@@ -153,7 +169,7 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
     pairwise = np.asarray(pairwise, dtype=np.float64)
     check_tables(unary, pairwise, edges)
     n, K = unary.shape
-    A, rhs = local_polytope(n, K, edges)
+    A, rhs = _polytope_of(n, K, edges)
     cost = -np.concatenate([unary.ravel(), pairwise.ravel()])
     upper = np.ones(cost.size)
     upper[:n * K] = allowed_states(n, K, n_allowed).ravel()
@@ -184,7 +200,7 @@ def _quiet_highs():
     return highs
 
 
-def _lp_model(A: sp.csc_matrix, rhs: np.ndarray, cost: np.ndarray, upper: np.ndarray):
+def _lp_model(A: sp.csc_array, rhs: np.ndarray, cost: np.ndarray, upper: np.ndarray):
     """The ``highspy.HighsLp`` of min ``cost @ x`` subject to ``A x = rhs``, 0 <= x <= upper."""
     import highspy
     lp = highspy.HighsLp()
@@ -213,7 +229,7 @@ def _cold_relaxation(A, rhs: np.ndarray, cost: np.ndarray, upper: np.ndarray,
     import highspy
     highs = _quiet_highs()
     highs.setOptionValue("presolve", "off")
-    highs.passModel(_lp_model(sp.csc_matrix(A), rhs, cost, upper))
+    highs.passModel(_lp_model(A, rhs, cost, upper))
     highs.run()
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"HiGHS did not solve the relaxation: {highs.getModelStatus()}")
@@ -229,8 +245,7 @@ class _WarmRelaxation:
 
     def __init__(self, n_nodes: int, n_states: int, edges: np.ndarray):
         import highspy
-        A, rhs = local_polytope(n_nodes, n_states, edges)
-        A = A.tocsc()
+        A, rhs = _polytope_of(n_nodes, n_states, edges)
         self._infinity = highspy.kHighsInf
         self._highs = _quiet_highs()
         self._highs.passModel(_lp_model(A, rhs, np.zeros(A.shape[1]),
