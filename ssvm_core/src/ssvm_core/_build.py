@@ -48,9 +48,10 @@ def cython_extensions(package: str, modules: list[str]) -> list:
     args = ["-O0", "-g"] if debug else ["-O3"]
     extensions = [Extension(f"{package}.{name}", [f"src/{package}/{name}.pyx"],
                             extra_compile_args=args) for name in modules]
+    # The modules are translated in parallel processes, as the C compiler then runs.
     # Cython decides whether a .c file is stale from timestamps only, not from the
     # directives: a debug build regenerates its own C files, away from the normal ones.
+    options = {"compiler_directives": directives, "nthreads": os.cpu_count() or 1}
     if debug:
-        return cythonize(extensions, compiler_directives=directives, build_dir="build/debug",
-                         force=True)
-    return cythonize(extensions, compiler_directives=directives)
+        return cythonize(extensions, build_dir="build/debug", force=True, **options)
+    return cythonize(extensions, **options)
