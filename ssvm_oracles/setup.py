@@ -6,5 +6,5 @@ from ssvm_core._build import cython_extensions, setup_options
 
 setup(ext_modules=cython_extensions(
     "ssvm_oracles", ["_chain", "_multiclass", "_matching", "_distance_transform", "_tree_maxsum",
-                     "_combinators", "_maxflow", "_graphcut", "_graph"]),
+                     "_combinators", "_maxflow", "_graphcut", "_graph", "_local_dual"]),
     options=setup_options())

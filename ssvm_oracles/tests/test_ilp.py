@@ -9,6 +9,7 @@ import pytest
 
 from ssvm_core import primal_objective, solve
 from ssvm_core.latent import LatentSSVM
+from ssvm_oracles._local_dual import tight_labelling
 from ssvm_oracles.elimination import (
     elimination_decode,
     elimination_order,
@@ -127,8 +128,7 @@ def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
             elif not np.array_equal(z, plain):
                 np.testing.assert_array_equal(z, candidate)
                 assert not any(calls)        # the candidate replaced the integer program
-            if not calls:                    # kept without a cold solve: the unique maximiser
-                np.testing.assert_array_equal(z, candidate)
+            if not calls:                    # no cold solve: proven the unique maximiser
                 assert sum(_score(u, pw, edges, other) > best - 1e-9
                            for other in labellings) == 1
     with pytest.raises(ValueError, match="candidate must hold"):
@@ -359,6 +359,89 @@ def test_the_relaxation_with_and_without_presolve_reaches_the_same_optimum(seed,
     if not ties:
         np.testing.assert_allclose(answers[0].node_marginals, answers[1].node_marginals,
                                    atol=1e-9)
+
+
+def _tree(rng, n):
+    """A random tree on n nodes (each node after the first hangs from an earlier one)."""
+    return np.array([(int(rng.integers(0, v)), v) for v in range(1, n)], dtype=np.int64)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("graph", ["tree", "loopy"])
+def test_a_labelling_the_dual_proves_is_an_optimal_vertex(seed, ties, graph):
+    """MPLP's dual (``_local_dual.tight_labelling``) is a proof: whenever it returns a
+    labelling, the labelling is a brute-force maximiser (also with ``n_allowed``), and its
+    score and the dual bound are the relaxation's optimum (HiGHS with presolve)."""
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=2)
+    n, K = u.shape
+    if graph == "tree":
+        edges = _tree(rng, n)
+        pw = pw[:len(edges)]
+    for allowed in (None, rng.integers(1, K + 1, size=n)):
+        states = np.full(n, K, dtype=np.intp) if allowed is None else allowed.astype(np.intp)
+        found = tight_labelling(u, np.ascontiguousarray(pw), edges, states, 1e-9)
+        if graph == "tree" and not ties:     # tight, and the beliefs' maxima are unique
+            assert found is not None
+        if found is None:
+            continue
+        z, score, bound, _, _ = found
+        assert z.dtype == np.int32 and np.all(z < states)
+        best = _brute(u, pw, edges, allowed)
+        assert _score(u, pw, edges, z) == pytest.approx(best, abs=1e-9)
+        assert score == pytest.approx(best, abs=1e-9)
+        lp = solve_local_polytope(u, pw, edges, n_allowed=allowed, presolve=True).score
+        assert bound == pytest.approx(lp, abs=1e-8) and bound >= score - 1e-9 * (1 + abs(bound))
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("graph", ["tree", "loopy"])
+def test_a_labelling_the_dual_proves_unique_is_the_cold_solve_s_answer(seed, ties, graph):
+    """``ilp_decode`` returns MPLP's labelling without a cold solve only when it is the only
+    maximiser (brute force) and the relaxation's only optimum: the cold relaxation's vertex
+    is that labelling."""
+    import ssvm_oracles.ilp as ilp
+
+    rng, edges, u, pw = _random_problem(seed, ties, max_states=4, spread=1)
+    n, K = u.shape
+    if graph == "tree":
+        edges = _tree(rng, n)
+        pw = np.ascontiguousarray(pw[:len(edges)])
+    for allowed in (None, rng.integers(1, K + 1, size=n)):
+        z = ilp._dual_proves_unique(u, pw, edges, allowed)
+        if graph == "tree" and not ties:
+            assert z is not None              # Gaussian scores: one maximiser, proven
+        if z is None:
+            continue
+        ranges = [range(K)] * n if allowed is None else [range(a) for a in allowed]
+        scores = sorted((_score(u, pw, edges, y) for y in itertools.product(*ranges)),
+                        reverse=True)
+        assert _score(u, pw, edges, z) == pytest.approx(scores[0], abs=1e-9)
+        assert len(scores) == 1 or scores[1] < scores[0] - 1e-9
+        cold = solve_local_polytope(u, pw, edges, n_allowed=allowed, presolve=True)
+        np.testing.assert_allclose(cold.node_marginals, np.eye(K)[z], atol=1e-9)
+
+
+def test_the_dual_proves_nothing_on_a_fractional_relaxation(monkeypatch):
+    """A frustrated triangle: the relaxation's optimum (all marginals one half) beats every
+    labelling, so no labelling can reach the dual's bound and HiGHS answers."""
+    import ssvm_oracles.ilp as ilp
+
+    edges = np.array([[0, 1], [1, 2], [2, 0]], dtype=np.int64)
+    u = np.array([[0.0, 0.1], [0.0, 0.0], [0.0, 0.0]])
+    pw = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]]), (3, 1, 1))
+    assert tight_labelling(u, pw, edges, np.full(3, 2, dtype=np.intp), 1e-9) is None
+    relaxed = solve_local_polytope(u, pw, edges)
+    np.testing.assert_allclose(relaxed.node_marginals, 0.5)
+    assert relaxed.score == pytest.approx(3.05) and relaxed.score > _brute(u, pw, edges)
+    # and a tight one is answered without HiGHS, as the labelling's vertex
+    monkeypatch.setattr(ilp, "_cold_relaxation", lambda *a: pytest.fail("HiGHS ran"))
+    pw = -pw                                  # attractive: the relaxation is tight
+    relaxed = solve_local_polytope(u, pw, edges)
+    np.testing.assert_array_equal(relaxed.node_marginals, [[0, 1], [0, 1], [0, 1]])
+    np.testing.assert_array_equal(relaxed.edge_marginals, np.tile([0, 0, 0, 1], (3, 1)))
+    assert relaxed.score == pytest.approx(_brute(u, pw, edges)) == pytest.approx(0.1)
 
 
 def test_solving_prints_nothing():
