@@ -85,9 +85,8 @@ def workdir(tmp_path_factory):
 
 #: upstream tests that run longer than 20 s here (seconds measured in one process on the
 #: quiet 2-core machine), dealt out first in a parallel run (``conftest.py``)
-SLOW = {"test_learners/test_latent_svm.py::test_switch_to_ad3": 87,
-        "test_learners/test_latent_svm.py::test_with_crosses_base_svms": 25,
-        "test_learners/test_one_slack_ssvm.py::test_one_slack_attractive_potentials": 21}
+SLOW = {"test_learners/test_latent_svm.py::test_switch_to_ad3": 72,
+        "test_learners/test_one_slack_ssvm.py::test_one_slack_attractive_potentials": 25}
 
 
 def _marks(case: str) -> list:
