@@ -203,41 +203,20 @@ def solve_local_polytope(unary, pairwise, edges, *, integral: bool = False,
         proof = None if presolve else _dual_proof(unary, pairwise, edges,
                                                   upper[:n * K].reshape(n, K) > 0)
         if proof is not None:
-            return _vertex(proof.z, K, edges, proof.score)
+            return _vertex(proof[0], K, edges, float(proof[1]))
         x, minimum = _cold_relaxation(A, rhs, cost, upper, presolve)
     x = np.clip(x, 0.0, 1.0)
     return Relaxation(x[:n * K].reshape(n, K), x[n * K:].reshape(-1, K * K), float(-minimum))
 
 
-class _DualProof(NamedTuple):
-    """A labelling that MPLP's dual proves optimal over the local polytope."""
-
-    z: np.ndarray                  # int32 (n,)
-    score: float
-    node_slack: np.ndarray         # (n, K): max_k b_v(k) - b_v(k) of the reparametrisation
-    edge_slack: np.ndarray         # (m, K, K): the same of the reparametrised edge scores
-
-
 def _dual_proof(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
-                allowed: np.ndarray) -> _DualProof | None:
+                allowed: np.ndarray) -> tuple | None:
     """MPLP's proof (``_local_dual.tight_labelling``, ``DUAL_SWEEPS`` sweeps) that a labelling
-    is an optimal vertex of the relaxation, or None; ``allowed`` as ``allowed_states``.
-
-    Every labelling z' scores U - sum of the slacks of its columns (the scores are a
-    reparametrisation of the dual's), where U is the dual bound."""
-    K = unary.shape[1]
-    found = tight_labelling(np.ascontiguousarray(unary), np.ascontiguousarray(pairwise),
-                            np.ascontiguousarray(edges), allowed.sum(axis=1).astype(np.intp),
-                            PROOF_RTOL, DUAL_SWEEPS)
-    if found is None:
-        return None
-    z, score, _, belief, lam = found
-    belief = np.where(allowed, belief, -np.inf)
-    reparam = pairwise - lam[:, 0, :, None] - lam[:, 1, None, :]
-    pairs = allowed[edges[:, 0]][:, :, None] & allowed[edges[:, 1]][:, None, :]
-    reparam = np.where(pairs, reparam, -np.inf)
-    return _DualProof(z, float(score), belief.max(axis=1, keepdims=True) - belief,
-                      reparam.reshape(-1, K * K).max(axis=1)[:, None, None] - reparam)
+    is an optimal vertex of the relaxation: (z, score, bound, beliefs, messages), or None;
+    ``allowed`` as ``allowed_states``."""
+    return tight_labelling(np.ascontiguousarray(unary), np.ascontiguousarray(pairwise),
+                           np.ascontiguousarray(edges), allowed.sum(axis=1).astype(np.intp),
+                           PROOF_RTOL, DUAL_SWEEPS)
 
 
 def _vertex(z: np.ndarray, K: int, edges: np.ndarray, score: float) -> Relaxation:
@@ -409,18 +388,29 @@ def _certify(unary, pairwise, edges, z, n_allowed) -> tuple[bool, bool]:
 
 
 def _dual_proves_unique(unary, pairwise, edges, n_allowed) -> np.ndarray | None:
-    """The labelling MPLP's dual proves the relaxation's only optimum (``_dual_proof``, then
-    arc consistency over the columns of zero slack, as ``_certify``), or None."""
+    """The labelling MPLP's dual proves the relaxation's only optimum, or None.
+
+    The beliefs b and the messages lam reparametrise the scores: every labelling z' scores
+    U minus the slacks of its columns (max_k b_v(k) - b_v(k) per node, the same of the
+    reparametrised table per edge), U the dual bound.  The proven labelling is the only
+    optimum when arc consistency over the columns of zero slack (``_zero_margin``) leaves
+    one state per node, as in ``_certify``."""
     n, K = unary.shape
     allowed = allowed_states(n, K, n_allowed)
     proof = _dual_proof(unary, pairwise, edges, allowed)
     if proof is None:
         return None
+    z, _, _, belief, lam = proof
+    belief = np.where(allowed, belief, -np.inf)
+    reparam = pairwise - lam[:, 0, :, None] - lam[:, 1, None, :]
+    pairs = allowed[edges[:, 0]][:, :, None] & allowed[edges[:, 1]][:, None, :]
+    reparam = np.where(pairs, reparam, -np.inf)
+    node_slack = belief.max(axis=1, keepdims=True) - belief
+    edge_slack = reparam.reshape(-1, K * K).max(axis=1)[:, None, None] - reparam
     scale = max(float(np.abs(unary).max(initial=0.0)), float(np.abs(pairwise).max(initial=0.0)))
     margin = _zero_margin(n, edges.shape[0], scale)
-    unique = _only_labelling((proof.node_slack <= margin) & allowed, proof.edge_slack <= margin,
-                             edges)
-    return proof.z if unique else None
+    unique = _only_labelling((node_slack <= margin) & allowed, edge_slack <= margin, edges)
+    return z if unique else None
 
 
 def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.ndarray:
