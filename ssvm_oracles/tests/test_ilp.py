@@ -137,6 +137,33 @@ def test_a_candidate_changes_the_time_not_the_answer(seed, ties, monkeypatch):
         ilp_decode(u, pw, edges, candidate=np.full(n, K))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_candidate_function_is_called_only_when_the_dual_proves_nothing(seed):
+    """``candidate`` may be a function: ``ilp_decode`` calls it only when MPLP's dual did not
+    prove the answer, and answers as with the labelling it returns."""
+    import ssvm_oracles.ilp as ilp
+
+    rng, edges, u, pw = _random_problem(seed, True, max_states=3, spread=1)
+    n, K = u.shape
+    guess = rng.integers(0, K, size=n)
+    calls = []
+
+    def candidate():
+        calls.append(1)
+        return guess
+
+    z = ilp_decode(u, pw, edges, candidate=candidate)
+    np.testing.assert_array_equal(z, ilp_decode(u, pw, edges, candidate=guess))
+    assert bool(calls) == (ilp._dual_proves_unique(u, pw, edges, None) is None)
+    edges = _tree(rng, n)                     # Gaussian scores on a tree: proven, not called
+    u, pw = rng.normal(size=(n, K)), rng.normal(size=(n - 1, K, K))
+    ilp_decode(u, pw, edges, candidate=lambda: pytest.fail("the candidate was computed"))
+    frustrated = np.array([[0, 1], [1, 2], [2, 0]])  # a fractional relaxation: called
+    pw = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]]), (3, 1, 1))
+    with pytest.raises(ValueError, match="candidate must hold"):
+        ilp_decode(np.zeros((3, 2)), pw, frustrated, candidate=lambda: np.full(3, 2))
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
 def test_elimination_matches_brute_force_on_loopy_graphs(seed, ties):

@@ -413,6 +413,15 @@ def _dual_proves_unique(unary, pairwise, edges, n_allowed) -> np.ndarray | None:
     return z if unique else None
 
 
+def _checked_candidate(candidate, n: int, K: int) -> np.ndarray:
+    """``candidate`` as int32 (n,), or ValueError unless it holds n states in [0, K)."""
+    candidate = np.asarray(candidate, dtype=np.int32).reshape(-1)
+    if candidate.shape != (n,) or candidate.min(initial=0) < 0 or candidate.max(
+            initial=0) >= K:
+        raise ValueError(f"candidate must hold {n} states in [0, {K}), got {candidate!r}")
+    return candidate
+
+
 def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.ndarray:
     """An exact argmax labelling of the pairwise score, int32 (n,); ``n_allowed`` as in
     ``solve_local_polytope``.
@@ -427,7 +436,8 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
     First, MPLP's dual descent (``_local_dual``) may prove a labelling the relaxation's only
     optimum (its score reaches the dual bound, and arc consistency over the columns of zero
     slack leaves one state per node): it is returned, the answer the cold solve would give.
-    A ``candidate`` labelling (int (n,), optional: a cheap guess such as max-product's) is
+    A ``candidate`` labelling (int (n,), optional: a cheap guess such as max-product's; or a
+    function of no arguments returning one, called only when the dual proved nothing) is
     then checked on a warm-started relaxation.  If that proves it the unique maximiser it
     is returned at once (the answer the cold solve would give, see the module notes).  If it
     proves it a maximiser among others, the cold relaxation's rounded labelling is still
@@ -439,16 +449,15 @@ def ilp_decode(unary, pairwise, edges, *, n_allowed=None, candidate=None) -> np.
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     check_tables(unary, pairwise, edges)
     n, K = unary.shape
-    if candidate is not None:
-        candidate = np.asarray(candidate, dtype=np.int32).reshape(-1)
-        if candidate.shape != (n,) or candidate.min(initial=0) < 0 or candidate.max(
-                initial=0) >= K:
-            raise ValueError(f"candidate must hold {n} states in [0, {K}), got {candidate!r}")
+    if candidate is not None and not callable(candidate):
+        candidate = _checked_candidate(candidate, n, K)
     proven = _dual_proves_unique(unary, pairwise, edges, n_allowed)
     if proven is not None:
         return proven
     optimal = False
     if candidate is not None:
+        if callable(candidate):
+            candidate = _checked_candidate(candidate(), n, K)
         optimal, unique = _certify(unary, pairwise, edges, candidate, n_allowed)
         if unique:
             return candidate

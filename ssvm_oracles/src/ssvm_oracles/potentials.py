@@ -156,9 +156,10 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
         w = np.concatenate([w, np.zeros(K * K)])
     packed = functools.partial(_packed, n, edges.tobytes(), K, max_iter=max_iter,
                                damping=damping, max_brute=max_brute)
+    guess = functools.partial(_best_guess, packed, w, unary, pairwise, edges)
     if inference == "ilp":
         return ilp_decode(original, pairwise, edges, n_allowed=n_allowed,
-                          candidate=_best_guess(packed, w, unary, pairwise, edges)), True
+                          candidate=guess), True
     oracle, method = packed(inference)
     tiny = n * np.log(K) <= np.log(max_brute) + 1e-9
     if inference == "auto" and small and (
@@ -166,10 +167,10 @@ def decode_potentials(unary, pairwise, edges, *, n_allowed=None, inference: str 
                                   and not _submodular(pairwise))):
         # no compiled exact method applies, and the integer program is small enough
         return ilp_decode(original, pairwise, edges, n_allowed=n_allowed,
-                          candidate=_best_guess(packed, w, unary, pairwise, edges)), True
+                          candidate=guess), True
     if inference == "auto" and method == "loopy":
         # no exact method applies: keep the better of loopy max-product and alpha-expansion
-        labels = _best_guess(packed, w, unary, pairwise, edges)
+        labels = guess()
     else:
         labels = np.asarray(oracle.decode(w)[0], dtype=np.int32)
     if method in ("max-product", "brute"):
