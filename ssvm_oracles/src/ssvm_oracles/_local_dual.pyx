@@ -32,7 +32,7 @@ cdef float64_t _bound(const float64_t[:, :, ::1] pairwise, const int64_t[:, ::1]
                       const intp_t[::1] states, const float64_t[:, ::1] belief,
                       const float64_t[:, :, ::1] lam) noexcept nogil:
     """U(lam)."""
-    cdef intp_t n = belief.shape[0], m = edges.shape[0], v, e, k, l, a, b
+    cdef intp_t n = belief.shape[0], m = edges.shape[0], v, e, k, r, a, b
     cdef float64_t total = 0.0, best, t
     for v in range(n):
         best = -INFINITY
@@ -44,8 +44,8 @@ cdef float64_t _bound(const float64_t[:, :, ::1] pairwise, const int64_t[:, ::1]
         a, b = edges[e, 0], edges[e, 1]
         best = -INFINITY
         for k in range(states[a]):
-            for l in range(states[b]):
-                t = pairwise[e, k, l] - lam[e, 0, k] - lam[e, 1, l]
+            for r in range(states[b]):
+                t = pairwise[e, k, r] - lam[e, 0, k] - lam[e, 1, r]
                 if t > best:
                     best = t
         total += best
@@ -73,28 +73,28 @@ cdef void _update(const float64_t[:, :, ::1] pairwise, intp_t e, intp_t a, intp_
                   intp_t Ka, intp_t Kb, float64_t[:, ::1] belief, float64_t[:, :, ::1] lam,
                   float64_t* ra, float64_t* rb, float64_t* ma, float64_t* mb) noexcept nogil:
     """MPLP's update of edge e's two messages (ra, rb, ma, mb: K doubles of scratch each)."""
-    cdef intp_t k, l
+    cdef intp_t k, r
     cdef float64_t t, row
     for k in range(Ka):
         ra[k] = belief[a, k] - lam[e, 0, k]      # a's belief without e's message
-    for l in range(Kb):
-        rb[l] = belief[b, l] - lam[e, 1, l]
-        mb[l] = -INFINITY
+    for r in range(Kb):
+        rb[r] = belief[b, r] - lam[e, 1, r]
+        mb[r] = -INFINITY
     for k in range(Ka):
         row = -INFINITY
-        for l in range(Kb):
-            t = pairwise[e, k, l]
-            if t + rb[l] > row:
-                row = t + rb[l]
-            if t + ra[k] > mb[l]:
-                mb[l] = t + ra[k]
+        for r in range(Kb):
+            t = pairwise[e, k, r]
+            if t + rb[r] > row:
+                row = t + rb[r]
+            if t + ra[k] > mb[r]:
+                mb[r] = t + ra[k]
         ma[k] = row
     for k in range(Ka):
         lam[e, 0, k] = 0.5 * (ma[k] - ra[k])
         belief[a, k] = ra[k] + lam[e, 0, k]
-    for l in range(Kb):
-        lam[e, 1, l] = 0.5 * (mb[l] - rb[l])
-        belief[b, l] = rb[l] + lam[e, 1, l]
+    for r in range(Kb):
+        lam[e, 1, r] = 0.5 * (mb[r] - rb[r])
+        belief[b, r] = rb[r] + lam[e, 1, r]
 
 
 def tight_labelling(const float64_t[:, ::1] unary, const float64_t[:, :, ::1] pairwise,
