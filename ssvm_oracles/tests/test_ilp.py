@@ -450,6 +450,22 @@ def test_a_labelling_the_dual_proves_unique_is_the_cold_solve_s_answer(seed, tie
         np.testing.assert_allclose(cold.node_marginals, np.eye(K)[z], atol=1e-9)
 
 
+def test_a_self_loop_is_left_to_highs():
+    """MPLP's update does not cover an edge from a node to itself: the relaxation of a graph
+    with one is solved by HiGHS, with the optimum of the program as built."""
+    import ssvm_oracles.ilp as ilp
+
+    rng = np.random.default_rng(3)
+    edges = np.array([[0, 1], [1, 1], [1, 2]], dtype=np.int64)
+    u, pw = rng.normal(size=(3, 3)), rng.normal(size=(3, 3, 3))
+    assert ilp._dual_proof(u, pw, edges, np.ones((3, 3), dtype=bool)) is None
+    ours = solve_local_polytope(u, pw, edges)
+    assert ours.score == pytest.approx(solve_local_polytope(u, pw, edges, presolve=True).score,
+                                       abs=1e-9)
+    z = ilp_decode(u, pw, edges)
+    assert _score(u, pw, edges, z) == pytest.approx(_brute(u, pw, edges), abs=1e-9)
+
+
 def test_the_dual_proves_nothing_on_a_fractional_relaxation(monkeypatch):
     """A frustrated triangle: the relaxation's optimum (all marginals one half) beats every
     labelling, so no labelling can reach the dual's bound and HiGHS answers."""

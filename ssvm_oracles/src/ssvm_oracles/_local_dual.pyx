@@ -109,7 +109,8 @@ def tight_labelling(const float64_t[:, ::1] unary, const float64_t[:, :, ::1] pa
     pairwise : float64 array (m, K, K)
         Edge scores, rows the state of ``edges[e, 0]``.
     edges : int64 array (m, 2)
-        Valid node indices (checked by the caller).
+        Valid node indices, no self-loop (both checked by the caller: the update of a
+        self-loop's two messages would overwrite one node's belief twice).
     states : intp array (n,)
         The number of states of each node, in [1, K].
     rtol : float

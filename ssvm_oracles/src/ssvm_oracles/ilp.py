@@ -213,7 +213,10 @@ def _dual_proof(unary: np.ndarray, pairwise: np.ndarray, edges: np.ndarray,
                 allowed: np.ndarray) -> tuple | None:
     """MPLP's proof (``_local_dual.tight_labelling``, ``DUAL_SWEEPS`` sweeps) that a labelling
     is an optimal vertex of the relaxation: (z, score, bound, beliefs, messages), or None;
-    ``allowed`` as ``allowed_states``."""
+    ``allowed`` as ``allowed_states``.  None on a graph with a self-loop (an edge whose two
+    messages go to one node), which MPLP's edge update does not cover."""
+    if np.any(edges[:, 0] == edges[:, 1]):
+        return None
     return tight_labelling(np.ascontiguousarray(unary), np.ascontiguousarray(pairwise),
                            np.ascontiguousarray(edges), allowed.sum(axis=1).astype(np.intp),
                            PROOF_RTOL, DUAL_SWEEPS)
