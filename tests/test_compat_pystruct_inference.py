@@ -77,7 +77,7 @@ def test_lp_checks_shapes():
         lp_general_graph(np.zeros((3, 2)), TREE[:2], np.zeros((2, 2, 3)))
 
 
-def test_frustrated_cycle_is_fractional_and_relaxed_answers_say_so():
+def test_frustrated_cycle_is_fractional_and_relaxed_answers_say_so(monkeypatch):
     # three nodes, each edge wants its endpoints to differ, two states: no labelling satisfies
     # all three edges, the LP puts 1/2 everywhere and scores them all
     edges = np.array([[0, 1], [1, 2], [2, 0]])
@@ -95,6 +95,18 @@ def test_frustrated_cycle_is_fractional_and_relaxed_answers_say_so():
         inference_ad3(unary, pairwise, edges, inference_exception=True)
     y, energy = inference_ad3(unary, pairwise, edges, branch_and_bound=True, return_energy=True)
     assert energy == pytest.approx(-best)
+    assert compute_energy(unary, pairwise, edges, y) == pytest.approx(best)
+    # branch and bound never answers fractionally, relaxed or not; on this small graph
+    # variable elimination decides (ilp_decode), not the integer program
+    import ssvm_oracles.ilp as ilp
+
+    integral = []
+    solve = ilp.solve_local_polytope
+    monkeypatch.setattr(ilp, "solve_local_polytope", lambda *a, **k: integral.append(
+        k.get("integral", False)) or solve(*a, **k))
+    y = inference_ad3(unary, pairwise, edges, branch_and_bound=True, relaxed=True)
+    assert integral and not any(integral)
+    assert not isinstance(y, tuple) and y.shape == np.shape(unary)[:-1]
     assert compute_energy(unary, pairwise, edges, y) == pytest.approx(best)
 
 

@@ -23,6 +23,7 @@ from ssvm.compat.pystruct.inference.methods import (
     engine_options,
     split_method,
 )
+from ssvm_oracles.ilp import ilp_decode, labelling_score
 
 #: a node marginal this close to 1 counts as integral
 INTEGRAL_TOL = 1e-6
@@ -55,11 +56,10 @@ def inference_unaries(unary_potentials, pairwise_potentials, edges, return_energ
     return _with_energy(np.argmax(unary, axis=1), unary, pairwise, edges, shape, return_energy)
 
 
-def _relaxation(unary_potentials, pairwise_potentials, edges, integral: bool = False):
+def _relaxation(unary_potentials, pairwise_potentials, edges):
     shape = np.shape(unary_potentials)
     unary, pairwise, edges = validate_potentials(unary_potentials, pairwise_potentials, edges)
-    marginals, pair_marginals, objective = lp_general_graph(-unary, edges, -pairwise,
-                                                            integral=integral)
+    marginals, pair_marginals, objective = lp_general_graph(-unary, edges, -pairwise)
     return shape, marginals, pair_marginals, objective
 
 
@@ -111,12 +111,21 @@ def inference_ad3(unary_potentials, pairwise_potentials, edges, relaxed=False, v
     return_energy : bool, default False
         Also return minus the score of an integral answer, or the LP optimum of a relaxed one.
     branch_and_bound : bool, default False
-        Solve the integer program instead (an exact MAP labelling).
+        Return an exact MAP labelling instead (``ssvm_oracles.ilp.ilp_decode``: the
+        relaxation when it is tight, else variable elimination or the integer program),
+        never fractional; ``relaxed`` and ``inference_exception`` then change nothing.
     inference_exception : bool, optional
         Raise ``InferenceException("fractional")`` instead of rounding a fractional relaxation.
     """
+    if branch_and_bound:
+        shape = np.shape(unary_potentials)
+        unary, pairwise, edges = validate_potentials(unary_potentials, pairwise_potentials, edges)
+        y = ilp_decode(unary, pairwise, edges)
+        energy = -labelling_score(unary, pairwise, edges, y)
+        y = y.reshape(shape[:-1])
+        return (y, energy) if return_energy else y
     shape, marginals, pair_marginals, objective = _relaxation(
-        unary_potentials, pairwise_potentials, edges, integral=bool(branch_and_bound))
+        unary_potentials, pairwise_potentials, edges)
     fractional = bool(np.any(marginals.max(axis=1) < 1 - INTEGRAL_TOL))
     if fractional and relaxed:
         y = (marginals.reshape(shape), pair_marginals)
