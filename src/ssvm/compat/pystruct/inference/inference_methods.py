@@ -23,7 +23,7 @@ from ssvm.compat.pystruct.inference.methods import (
     engine_options,
     split_method,
 )
-from ssvm_oracles.ilp import ilp_decode, labelling_score
+from ssvm_oracles.ilp import ilp_decode
 
 #: a node marginal this close to 1 counts as integral
 INTEGRAL_TOL = 1e-6
@@ -118,12 +118,9 @@ def inference_ad3(unary_potentials, pairwise_potentials, edges, relaxed=False, v
         Raise ``InferenceException("fractional")`` instead of rounding a fractional relaxation.
     """
     if branch_and_bound:
-        shape = np.shape(unary_potentials)
         unary, pairwise, edges = validate_potentials(unary_potentials, pairwise_potentials, edges)
-        y = ilp_decode(unary, pairwise, edges)
-        energy = -labelling_score(unary, pairwise, edges, y)
-        y = y.reshape(shape[:-1])
-        return (y, energy) if return_energy else y
+        return _with_energy(ilp_decode(unary, pairwise, edges), unary, pairwise, edges,
+                            np.shape(unary_potentials)[:-1], return_energy)
     shape, marginals, pair_marginals, objective = _relaxation(
         unary_potentials, pairwise_potentials, edges)
     fractional = bool(np.any(marginals.max(axis=1) < 1 - INTEGRAL_TOL))
