@@ -409,7 +409,7 @@ def _dual_proves_unique(unary, pairwise, edges, n_allowed) -> np.ndarray | None:
     pairs = allowed[edges[:, 0]][:, :, None] & allowed[edges[:, 1]][:, None, :]
     reparam = np.where(pairs, reparam, -np.inf)
     node_slack = belief.max(axis=1, keepdims=True) - belief
-    edge_slack = reparam.reshape(-1, K * K).max(axis=1)[:, None, None] - reparam
+    edge_slack = reparam.max(axis=(1, 2), keepdims=True) - reparam
     scale = max(float(np.abs(unary).max(initial=0.0)), float(np.abs(pairwise).max(initial=0.0)))
     margin = _zero_margin(n, edges.shape[0], scale)
     unique = _only_labelling((node_slack <= margin) & allowed, edge_slack <= margin, edges)
