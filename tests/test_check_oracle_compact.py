@@ -24,8 +24,8 @@ FAULTS = '''
 
 
 cdef class ExpandOnlyOracle(MultiLabelOracle):
-    """MultiLabelOracle with the protocol's defaults of coord_sqnorm and coord_add
-    (written through coord_expand) instead of its own fast versions."""
+    """MultiLabelOracle with the protocol's defaults of coord_sqnorm, coord_add and
+    coord_dot (written through coord_expand) instead of its own fast versions."""
 
     def __reduce__(self):
         return (ExpandOnlyOracle, (np.asarray(self.X), np.asarray(self.Y)))
@@ -37,6 +37,11 @@ cdef class ExpandOnlyOracle(MultiLabelOracle):
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
         return MaxOracle.coord_add(self, i, idx, val, nnz, out, out2, c2)
+
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil:
+        return MaxOracle.coord_dot(self, i, idx, val, nnz, w, work_idx, work_val)
 
 cdef class FaultyOracle(MultiLabelOracle):
     """MultiLabelOracle with one identity of its basis broken (``fault``)."""
@@ -106,6 +111,16 @@ cdef class FaultyOracle(MultiLabelOracle):
         else:
             MultiLabelOracle.coord_add(self, i, idx, val, nnz, out, out2, c2)
         return 0
+
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil:
+        cdef float64_t value = MultiLabelOracle.coord_dot(self, i, idx, val, nnz, w,
+                                                          work_idx, work_val)
+        with gil:
+            if self.fault == "dot":
+                value += 0.5
+        return value
 '''
 
 # fault -> the identity check_oracle must name
@@ -115,6 +130,7 @@ IDENTITIES = {
     "sqnorm": r"identity coord_sqnorm\(e\) = \|\|A_i e\|\|\^2",
     "add": r"identity coord_add: out \+= A_i e",
     "add2": r"identity coord_add: out2 \+= c2 A_i e",
+    "dot": r"identity coord_dot\(e, w\) = <A_i e, w>",
     "coords_only": r"coords_only: coordinates differ",
     "truth": r"identity q_i\(y_i\) = 0",
 }
@@ -165,7 +181,7 @@ def test_the_gallery_oracle_is_compact_and_passes(compiled):
     np.testing.assert_allclose(runs[1].w, runs[0].w, rtol=1e-9, atol=1e-12)
 
 
-def test_the_protocol_defaults_of_sqnorm_and_add_are_right(compiled):
+def test_the_protocol_defaults_are_right(compiled):
     """An oracle that implements only block_coords, coord_scores and coord_expand
     (the defaults do the rest) passes check_oracle and trains like the full one."""
     X, Y = _data(n=8, n_inputs=40)           # A_i e of many entries: the heap sort

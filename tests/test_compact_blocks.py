@@ -35,7 +35,8 @@ def _binary_tokens(seed=2):
 @pytest.mark.parametrize("data", [_data(), sparse_token_chains(), _binary_tokens()],
                          ids=["gaussian", "sparse", "binary"])
 def test_chain_basis_identities(data):
-    """A_i q = psi, <e, A_i^T w> = <A_i e, w>, ||A_i e||^2 by the Gram matrix."""
+    """A_i q = psi, <e, A_i^T w> = <A_i e, w> = coord_dot, ||A_i e||^2 by the Gram
+    matrix."""
     X, Y = data
     K = int(max(y.max() for y in Y)) + 1
     dense, compact = _oracles(X, Y, K)
@@ -52,6 +53,7 @@ def test_chain_basis_identities(data):
         Ae = compact.coord_expand_py(i, e)
         assert e @ theta == pytest.approx(Ae @ w, rel=1e-10, abs=1e-10)
         assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10)
+        assert compact.coord_dot_py(i, e, w) == pytest.approx(Ae @ w, rel=1e-10, abs=1e-10)
         out, out2 = np.ones(compact.n_features), np.zeros(compact.n_features)
         compact.coord_add_py(i, e, out, out2, 0.5)
         np.testing.assert_allclose(out, 1.0 + Ae, atol=1e-12)
@@ -363,6 +365,7 @@ def test_sparse_coordinates_with_zeros():
         assert compact.coord_sqnorm_py(i, e) == pytest.approx(Ae @ Ae, rel=1e-10, abs=1e-14)
         assert e @ compact.coord_scores_py(i, w) == pytest.approx(Ae @ w, rel=1e-10,
                                                                   abs=1e-12)
+        assert compact.coord_dot_py(i, e, w) == pytest.approx(Ae @ w, rel=1e-10, abs=1e-12)
         out, out2 = np.zeros(compact.n_features), np.ones(compact.n_features)
         compact.coord_add_py(i, e, out, out2, -2.0)
         np.testing.assert_allclose(out, Ae, atol=1e-13)

@@ -96,6 +96,7 @@ def test_the_example_wrapper_passes_check_oracle_with_its_compact_identities(mon
         e = np.where(rng.random(bare[2].size) < 0.5, rng.normal(size=bare[2].size), 0.0)
         np.testing.assert_array_equal(monitor.coord_expand_py(i, e), oracle.coord_expand_py(i, e))
         assert monitor.coord_sqnorm_py(i, e) == oracle.coord_sqnorm_py(i, e)
+        assert monitor.coord_dot_py(i, e, w) == oracle.coord_dot_py(i, e, w)
 
 
 VARIANTS = [dict(), dict(step="away", n_samples=3), dict(step="pairwise", cache=True),

@@ -58,7 +58,7 @@ cdef class MaxOracle:
     # theta = A_i^T w
     cdef int coord_scores(self, intp_t i, const float64_t* w,
                           float64_t* theta) except -1 nogil
-    # The other three take sparse coordinates e: nnz entries at the distinct,
+    # The other four take sparse coordinates e: nnz entries at the distinct,
     # increasing indices idx with values val (a step touches few coordinates).
     # ||A_i e||^2
     cdef float64_t coord_sqnorm(self, intp_t i, const int32_t* idx, const float64_t* val,
@@ -70,6 +70,12 @@ cdef class MaxOracle:
     # out += A_i e and, when out2 is not NULL, out2 += c2 A_i e (dense d-vectors)
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil
+    # <A_i e, w> (a d-vector w); work_idx/work_val: max_expand entries of the
+    # caller's scratch, into which the base class expands e (fast oracles that
+    # read w directly leave them alone)
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil
 
 cdef class DelegatingOracle(MaxOracle):
     # Forwards the whole protocol (the C methods above, exact, block_support and

@@ -102,11 +102,13 @@ cdef class MaxOracle:
     the coordinates its corner and the block touch, and costs that many, not
     ``block_coords(i)``.
 
-    ``coord_sqnorm`` (||A_i e||^2) and ``coord_add`` (the fused
-    ``out += A_i e`` the solvers use without a box) have defaults written
-    through ``coord_expand``: correct for any basis, at the cost of an
-    allocation and a sort per call; fast oracles override them (a Gram
-    matrix, a direct scatter).
+    ``coord_sqnorm`` (||A_i e||^2), ``coord_add`` (the fused
+    ``out += A_i e`` the solvers use without a box) and ``coord_dot``
+    (<A_i e, w>, which pipelined steps take at the current w) have defaults
+    written through ``coord_expand``: correct for any basis, at the cost of an
+    expansion (and for the first two an allocation, for ``coord_sqnorm`` a
+    sort) per call; fast oracles override them (a Gram matrix, a direct
+    scatter, a direct gather).
 
     ``exact`` (True here) says whether ``solve`` returns a true maximiser of
     H_i(y; w).  Approximate oracles (loopy belief propagation, move-making
@@ -202,6 +204,18 @@ cdef class MaxOracle:
             _free_expansion(&ex)
         return 0
 
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil:
+        """<A_i e, w> by default through ``coord_expand`` into the caller's scratch:
+        the expansion's entries times w's."""
+        cdef intp_t q, m
+        cdef float64_t total = 0.0
+        m = self.coord_expand(i, idx, val, nnz, work_idx, work_val)
+        for q in range(m):
+            total += work_val[q] * w[work_idx[q]]
+        return total
+
     @property
     def compact_blocks(self) -> bool:
         """Whether the oracle offers compact blocks (``max_coords > 0``)."""
@@ -232,6 +246,20 @@ cdef class MaxOracle:
         cdef const int32_t[::1] iv = idx
         cdef const float64_t[::1] vv = val
         return self.coord_sqnorm(i, &iv[0], &vv[0], idx.shape[0] - 1)
+
+    def coord_dot_py(self, i, e, w):
+        """Python twin of ``coord_dot``: <A_i e, w> (``e`` dense)."""
+        i = self._check_compact(i)
+        idx, val = self._sparse_coords(i, e)
+        cdef const int32_t[::1] iv = idx
+        cdef const float64_t[::1] vv = val
+        cdef const float64_t[::1] wv = check_weights(w, self.n_features)
+        work_idx = np.zeros(max(self.max_expand, 1), dtype=np.int32)
+        work_val = np.zeros(max(self.max_expand, 1))
+        cdef int32_t[::1] wi = work_idx
+        cdef float64_t[::1] wvals = work_val
+        return self.coord_dot(i, &iv[0], &vv[0], idx.shape[0] - 1, &wv[0], &wi[0],
+                              &wvals[0])
 
     def coord_expand_py(self, i, e):
         """Python twin of ``coord_expand``: A_i e as a dense d-vector (``e`` dense)."""
@@ -533,6 +561,11 @@ cdef class DelegatingOracle(MaxOracle):
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
         return self.oracle.coord_add(i, idx, val, nnz, out, out2, c2)
+
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil:
+        return self.oracle.coord_dot(i, idx, val, nnz, w, work_idx, work_val)
 
 
 cdef class PythonOracle(MaxOracle):

@@ -32,9 +32,9 @@ Python object per step:
 
 Per step the master reads the answer's block coordinates q (the helper's call
 does not form theta = A_i^T w: the master never needs all of it), takes the
-re-scored answer's <A_i q, w> and the direction's <A_i e, w> from their
-expansions (``coord_expand``) at the current w and the step size from
-``coord_sqnorm``, and moves the block, v and the weighted average
+re-scored answer's <A_i q, w> and the direction's <A_i e, w> at the current w
+(``coord_dot``: a chain reads them from w without forming A_i q) and the step
+size from ``coord_sqnorm``, and moves the block, v and the weighted average
 (``BlockStore.move``); the block's change is what the helper adds to its copy.
 The iterates equal ``Pipeline``'s with the same L up to rounding.
 """
@@ -49,7 +49,6 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size
 from ssvm_core._storage cimport BlockStore, CompactStore, Direction
-from ssvm_core._vector cimport dot_gather
 from ssvm_core._view cimport StateView
 from ssvm_core._pthread cimport (
     pthread_cond_destroy,
@@ -408,10 +407,8 @@ cdef class CompiledPipeline:
                    intp_t* n_steps) except -1 nogil:
         """Step j on its answer (slot j % R) at the current iterate, the change of w
         published in change slot j % R."""
-        cdef intp_t slot = j % self.R, i = self.order[j], n = self.n_blocks(), nx, it
+        cdef intp_t slot = j % self.R, i = self.order[j], n = self.n_blocks(), it
         cdef float64_t scale = 1.0 / (lam * n), loss, ell_s, gap, gamma, dot
-        cdef int32_t* x_idx = e.ex_idx
-        cdef float64_t* x_val = e.ex_val
         cdef const float64_t* vs
         cdef Corner c                           # the answer as ``frame`` reads it
         c.labels, c.psi_idx, c.psi_val, c.theta = NULL, NULL, NULL, NULL
@@ -425,15 +422,13 @@ cdef class CompiledPipeline:
             c.coord_nnz, c.loss, c.score = 0, 0.0, 0.0
         else:
             # re-scored at the current w, as AnswerOracle does: H = L - <A_i q, w>
-            nx = self.oracle.coord_expand(i, c.coord_idx, c.coord_val, c.coord_nnz, x_idx,
-                                          x_val)
-            c.score = loss - dot_gather(p.w, x_idx, x_val, nx)
+            c.score = loss - self.oracle.coord_dot(i, c.coord_idx, c.coord_val,
+                                                   c.coord_nnz, p.w, e.ex_idx, e.ex_val)
             if below_ground_truth(&c):
                 c.coord_nnz, c.loss, c.score = 0, 0.0, 0.0
         vs = st.frame(&c, i, s)
         st.stats(self.oracle, i, 1.0, vs, -scale, p.w, NULL, e)   # e = b_i - scale q
-        nx = self.oracle.coord_expand(i, e.idx, e.val, e.nnz, x_idx, x_val)
-        dot = dot_gather(p.w, x_idx, x_val, nx)
+        dot = self.oracle.coord_dot(i, e.idx, e.val, e.nnz, p.w, e.ex_idx, e.ex_val)
         ell_s = c.loss / n
         gap = lam * dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap

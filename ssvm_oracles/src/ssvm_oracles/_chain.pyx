@@ -657,6 +657,33 @@ cdef class ChainOracle(MaxOracle):
                 m += 1
         return m
 
+    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
+                             intp_t nnz, const float64_t* w, int32_t* work_idx,
+                             float64_t* work_val) except? -1 nogil:
+        """<A_i e, w>: coord_expand's entries read from w as they are made (no scratch)."""
+        cdef _Tokens x = self._tokens(i)
+        cdef intp_t T = x.T, K = self.L.K, TK = x.T * self.L.K, t = 0, j, k, p
+        cdef float64_t total = 0.0, s
+        for j in range(nnz):
+            if idx[j] >= TK:
+                total += val[j] * w[self.L.off_trans + idx[j] - TK]
+                continue
+            t = _token_of(idx[j], K, t)
+            k = idx[j] - t * K
+            s = w[self.L.off_bias + k]
+            if t == 0:
+                s += w[self.L.off_start + k]
+            if t == T - 1:
+                s += w[self.L.off_end + k]
+            if x.val == NULL:
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    s += w[x.idx[p] * K + k]
+            else:
+                for p in range(x.ptr[t], x.ptr[t + 1]):
+                    s += x.val[p] * w[x.idx[p] * K + k]
+            total += val[j] * s
+        return total
+
     def block_support(self, i):
         """Sorted feature indices psi_i(y) can touch for any y (None: dense blocks).
 

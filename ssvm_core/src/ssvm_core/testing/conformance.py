@@ -234,6 +234,8 @@ def _check_compact_block(mo, i: int, w: np.ndarray, answer: tuple, truth, rng, t
            f"{where}: identity <e, A_i^T w> = <A_i e, w> (coord_scores vs coord_expand)")
     _close(mo.coord_sqnorm_py(i, e), float(Ae @ Ae), e_tol * (1.0 + float(np.abs(Ae).sum())),
            f"{where}: identity coord_sqnorm(e) = ||A_i e||^2")
+    _close(mo.coord_dot_py(i, e, w), float(Ae @ w), e_tol,
+           f"{where}: identity coord_dot(e, w) = <A_i e, w>")
     out, out2 = np.ones(mo.n_features), np.zeros(mo.n_features)
     mo.coord_add_py(i, e, out, out2, -0.5)
     _close(out, 1.0 + Ae, e_tol, f"{where}: identity coord_add: out += A_i e")
