@@ -319,6 +319,9 @@ def test_bench_shards_script_measures_efficiency(tmp_path, capsys):
     script.main(["--n", "16", "--grid", "4", "--shards", "2", "--passes", "2", "--targets", "1",
                  "--serial-from", str(out)])
     assert "K=2 H=auto sigma=auto" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        script.main(["--n", "16", "--no-simulation"])
+    assert "--no-simulation needs --dask" in capsys.readouterr().err
 
 
 def test_an_approximate_oracle_makes_the_run_uncertified():

@@ -1,4 +1,5 @@
-"""What every benchmark script prints first, and how it writes its JSON report.
+"""What every benchmark script prints first, how it writes its JSON report, and where
+a gap curve reaches a target (``reach``).
 
 The scripts import it as a sibling module (``python benchmarks/scripts/x.py``
 puts this folder on ``sys.path``).
@@ -7,6 +8,7 @@ puts this folder on ``sys.path``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import shlex
@@ -66,3 +68,15 @@ def write_json(path: str | None, report: dict) -> None:
             json.dump(report, f, indent=2)
             f.write("\n")
         print(f"wrote {path}")
+
+
+def reach(xs: list[float], gaps: list[float], target: float) -> float | None:
+    """The x (passes or seconds) where ``gaps`` first reach ``target``, interpolated
+    linearly in log(gap) between checks; None if never."""
+    for p in range(1, len(gaps)):
+        if gaps[p - 1] <= target:
+            return float(xs[p - 1])
+        if gaps[p] <= target:
+            lo, hi = math.log(gaps[p - 1]), math.log(max(gaps[p], 1e-300))
+            return xs[p - 1] + (lo - math.log(target)) / (lo - hi) * (xs[p] - xs[p - 1])
+    return None

@@ -42,7 +42,8 @@ without it, and the report says so).  For each problem:
   passes of ``solve(pipeline_lag=L, n_jobs=--workers)`` over the same seeds; the
   summary gives the pass time of serial BCFW over the pipelined one and the passes
   the pipelined run needs to reach the gap serial BCFW (tau = 1) reaches in
-  ``--target-passes`` passes (at the resolution of ``--check-every``).  Pipelined
+  ``--target-passes`` passes (interpolated in log(gap) between the checks every
+  ``--check-every`` passes).  Pipelined
   iterates do not depend on the number of threads (``tests/test_pipeline.py``).
   ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
   steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
@@ -77,7 +78,7 @@ import statistics
 import time
 
 import numpy as np
-from _report import print_header, write_json
+from _report import print_header, reach, write_json
 
 from ssvm_core import SolverState, _fw, solve
 from ssvm_core.executors import Executor, SerialExecutor, ThreadExecutor, resolve_executor
@@ -240,9 +241,13 @@ def _time_pipeline(prob: dict, lag: int, args, warm: SolverState,
     return sorted(rows, key=lambda r: r["pass_s"])[len(rows) // 2]
 
 
-def _passes_to(curve: list[tuple[int, float]], target: float) -> int | None:
-    """The first checked pass whose gap is <= ``target`` (None if none is)."""
-    return next((p for p, gap in sorted(curve) if gap <= target), None)
+def _passes_to(curve: list[tuple[int, float]], target: float) -> float | None:
+    """The passes where the checked gaps first reach ``target``, interpolated in
+    log(gap) between checks (``_report.reach``; None if never): the first checked
+    pass would round every design but serial BCFW (whose own gap is the target) up
+    to its next check."""
+    points = sorted(curve)
+    return reach([float(p) for p, _ in points], [gap for _, gap in points], target)
 
 
 def _w_bytes(prob: dict, client, tau: int, rounds: int, warm: SolverState) -> list[dict]:

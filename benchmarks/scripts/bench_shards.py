@@ -15,10 +15,17 @@ run does not reach g in ``--passes``).  Counts, not timings: the numbers do
 not depend on the machine's load.  Also reported per design: the median
 master step t, the median and last sigma' and the round lengths H.
 
-Example::
+``--dask W`` also runs each design on a LocalCluster of W worker processes
+and reports its speed-up in time to each target against the serial run
+(wall clock, gap checks included: a quiet machine only); ``--no-simulation``
+then skips the one-process runs.
+
+Examples::
 
     python benchmarks/scripts/bench_shards.py --n 1000 --grid 4 --shards 8 64 512 \\
         --passes 20 --targets 5 10 20 --csv shards.csv
+    python benchmarks/scripts/bench_shards.py --n 1000 --grid 8 --shards 2 --passes 11 \\
+        --targets 5 10 --dask 2 --no-simulation --seed 0
 """
 
 from __future__ import annotations
@@ -26,10 +33,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import statistics
 
-from _report import print_header, write_json
+from _report import print_header, reach, write_json
 
 from ssvm_core import solve
 from ssvm_core.files import atomic_write
@@ -50,18 +56,6 @@ def _run(oracle, args, executor) -> tuple[list[float], list[float]]:
                    gap_check_every=1, averaging="plain", tol=0.0, random_state=args.seed,
                    box="model")
     return [rec["gap"] for rec in result.history], [rec["time"] for rec in result.history]
-
-
-def reach(xs: list[float], gaps: list[float], target: float) -> float | None:
-    """The x (passes or seconds) where ``gaps`` first reach ``target``, interpolated
-    linearly in log(gap) between checks; None if never."""
-    for p in range(1, len(gaps)):
-        if gaps[p - 1] <= target:
-            return float(xs[p - 1])
-        if gaps[p] <= target:
-            lo, hi = math.log(gaps[p - 1]), math.log(max(gaps[p], 1e-300))
-            return xs[p - 1] + (lo - math.log(target)) / (lo - hi) * (xs[p] - xs[p - 1])
-    return None
 
 
 def passes_to(gaps: list[float], target: float) -> float | None:
@@ -125,9 +119,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="also run each design on a LocalCluster of this many worker "
                              "processes and report serial time / its time to each target "
                              "(wall, gap checks included; time on a quiet machine only)")
+    parser.add_argument("--no-simulation", action="store_true",
+                        help="with --dask: time the designs on the cluster only, without "
+                             "their one-process simulation (no pass-efficiency columns)")
     parser.add_argument("--csv", default=None)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
+    if args.no_simulation and not args.dask:
+        parser.error("--no-simulation needs --dask")
     command, machine = print_header("bench_shards.py", argv)
     oracle = _problem(args)
     print(f"lsp_like({args.n}, grid={args.grid}x{args.grid}), d = {oracle.n_features}, "
@@ -146,6 +145,9 @@ def main(argv: list[str] | None = None) -> None:
     print("serial BCFW gaps: " + " ".join(f"{g:.3e}" for g in serial))
     rows = []
     for name, k, h, s in _designs(args):
+        if args.no_simulation:
+            rows.append({"design": name, "K": k})
+            continue
         ex = ShardExecutor(k, sigma=s, round_steps=h)
         gaps, _ = _run(oracle, args, ex)
         log = ex.log
