@@ -24,8 +24,9 @@ FAULTS = '''
 
 
 cdef class ExpandOnlyOracle(MultiLabelOracle):
-    """MultiLabelOracle with the protocol's defaults of coord_sqnorm, coord_add and
-    coord_dot (written through coord_expand) instead of its own fast versions."""
+    """MultiLabelOracle with the protocol's defaults of coord_sqnorm and coord_add
+    (written through coord_expand) instead of its own fast versions (it has no
+    coord_dot of its own: that default is always in use)."""
 
     def __reduce__(self):
         return (ExpandOnlyOracle, (np.asarray(self.X), np.asarray(self.Y)))
@@ -37,11 +38,6 @@ cdef class ExpandOnlyOracle(MultiLabelOracle):
     cdef int coord_add(self, intp_t i, const int32_t* idx, const float64_t* val, intp_t nnz,
                        float64_t* out, float64_t* out2, float64_t c2) except -1 nogil:
         return MaxOracle.coord_add(self, i, idx, val, nnz, out, out2, c2)
-
-    cdef float64_t coord_dot(self, intp_t i, const int32_t* idx, const float64_t* val,
-                             intp_t nnz, const float64_t* w, int32_t* work_idx,
-                             float64_t* work_val) except? -1 nogil:
-        return MaxOracle.coord_dot(self, i, idx, val, nnz, w, work_idx, work_val)
 
 cdef class FaultyOracle(MultiLabelOracle):
     """MultiLabelOracle with one identity of its basis broken (``fault``)."""

@@ -43,8 +43,8 @@ without it, and the report says so).  For each problem:
   summary gives the pass time of serial BCFW over the pipelined one and the passes
   the pipelined run needs to reach the gap serial BCFW (tau = 1) reaches in
   ``--target-passes`` passes (interpolated in log(gap) between the checks every
-  ``--check-every`` passes).  Pipelined
-  iterates do not depend on the number of threads (``tests/test_pipeline.py``).
+  ``--check-every`` passes).  Pipelined iterates do not depend on the number of
+  threads (``tests/test_pipeline.py``).
   ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
   steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
 
