@@ -32,7 +32,8 @@ from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport (ActiveSets, BlockAtoms, atom_clear, atom_dot,
                                atom_scatter)
 from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, use_ground_truth
-from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
+from ssvm_core._sampling cimport (Sampler, draw_ahead, next_block, prefetch_steps,
+                                  set_gap_weight)
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK
 from ssvm_core._storage cimport BlockStore, Direction
@@ -375,7 +376,7 @@ cdef float64_t _sequential_steps(MaxOracle oracle, BlockStore st, intp_t i, Bloc
 
 
 cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger* b,
-                       Primal* p, float64_t* s, const Sampler* smp, const Options* opt,
+                       Primal* p, float64_t* s, Sampler* smp, const Options* opt,
                        float64_t* oracle_gaps, float64_t* ell, float64_t* ell_avg,
                        Counts* cnt, Corner* c, LineWork* lw, Direction* e) except -1 nogil:
     cdef intp_t n = oracle.n_blocks, t, i, k, j, ks, ka, kind, n_active, n_got, q
@@ -460,8 +461,8 @@ cdef int _active_steps(MaxOracle oracle, ActiveSets atoms, BlockStore st, Ledger
         b.gap_estimates[i] = g_fw
         if not hit:
             oracle_gaps[i] = g_fw
-        if smp.uniforms != NULL:
-            tree_set(smp.tree, smp.tree_size, i, g_fw if g_fw > 0.0 else 0.0)
+        set_gap_weight(smp, i, g_fw)
+        draw_ahead(oracle, st, atoms.blocks, smp, t, n)
 
         # Choose the step.
         # An away step needs another active atom to take the mass of atom a.

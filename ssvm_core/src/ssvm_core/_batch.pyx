@@ -26,7 +26,7 @@ from ssvm_core._blocks cimport (Ledger, Primal, below_ground_truth, step_size,
                                 use_ground_truth)
 from ssvm_core._fw cimport bcfw_steps
 from ssvm_core._linesearch cimport LINE_WORK
-from ssvm_core._sampling cimport Sampler
+from ssvm_core._sampling cimport Sampler, init_sampler
 from ssvm_core._storage cimport BlockStore, Direction, Formed
 from ssvm_core._vector cimport dot_gather
 from ssvm_core._view cimport StateView
@@ -1079,10 +1079,6 @@ cdef int _fw_rounds(_Crew crew, AnswerOracle replay, BlockStore st, Ledger* b, P
     cdef const intp_t* blocks
     cdef const _Pack* pk = &crew.packs[0]
     cdef Sampler smp
-    smp.uniforms = NULL
-    smp.n_uniforms = 0
-    smp.tree = NULL
-    smp.tree_size = 0
     for r in range(n_rounds):
         blocks = order + round_ptr[r]
         nb = round_ptr[r + 1] - round_ptr[r]
@@ -1098,8 +1094,7 @@ cdef int _fw_rounds(_Crew crew, AnswerOracle replay, BlockStore st, Ledger* b, P
             key_blocks[k] = keys[k].block
             key_slots[k] = keys[k].slot
         replay._replay(pk, key_blocks, key_slots)
-        smp.order = blocks
-        smp.n_order = nb
+        init_sampler(&smp, blocks, nb, NULL, 0, NULL, 0)
         bcfw_steps(replay, st, b, p, s, &smp, lam, line_search, ell, ell_avg, n_steps,
                    n_replaced, c, e, line_work)
     return 0

@@ -8,7 +8,7 @@ from ssvm_core._storage cimport BlockStore, Direction
 
 
 cdef int bcfw_steps(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float64_t* s,
-                    const Sampler* smp, float64_t lam, bint line_search,
+                    Sampler* smp, float64_t lam, bint line_search,
                     float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
                     intp_t* n_replaced, Corner* c, Direction* e,
                     float64_t* line_work) except -1 nogil

@@ -21,7 +21,8 @@ from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._atoms cimport ActiveSets, BlockAtoms
 from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size, use_ground_truth
-from ssvm_core._sampling cimport Sampler, next_block, prefetch_steps, tree_set
+from ssvm_core._sampling cimport (Sampler, draw_ahead, next_block, prefetch_steps,
+                                  set_gap_weight)
 from ssvm_core._view cimport StateView
 from ssvm_core._linesearch cimport LINE_WORK, Breakpoint, box_search
 from ssvm_core._storage cimport BlockStore, Direction
@@ -30,7 +31,7 @@ from ssvm_core.step_counts import StepCounts
 
 
 cdef int bcfw_steps(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float64_t* s,
-                    const Sampler* smp, float64_t lam, bint line_search,
+                    Sampler* smp, float64_t lam, bint line_search,
                     float64_t* ell, float64_t* ell_avg, intp_t* n_steps,
                     intp_t* n_replaced, Corner* c, Direction* e,
                     float64_t* line_work) except -1 nogil:
@@ -51,8 +52,8 @@ cdef int bcfw_steps(MaxOracle oracle, BlockStore st, Ledger* b, Primal* p, float
         ell_s = c.loss / n
         gap = lam * e.dot - b.ell[i] + ell_s
         b.gap_estimates[i] = gap
-        if smp.uniforms != NULL:
-            tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
+        set_gap_weight(smp, i, gap)
+        draw_ahead(oracle, st, NULL, smp, t, n)
         if line_search and p.lower != NULL:
             gamma = st.box_step(oracle, e, -1.0, p, ell_s - b.ell[i], lam, 1.0, line_work,
                                 NULL)

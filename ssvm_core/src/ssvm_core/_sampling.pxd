@@ -48,42 +48,101 @@ cdef struct Sampler:
     intp_t n_uniforms
     float64_t* tree
     intp_t tree_size
+    # Step ahead_step's block, drawn by ``draw_ahead`` on the tree as it is now
+    # (-1: none); ``set_gap_weight`` discards it, so it is always the exact draw.
+    intp_t ahead_step
+    intp_t ahead_block
+
+
+cdef inline void init_sampler(Sampler* smp, const intp_t* order, intp_t n_order,
+                              const float64_t* uniforms, intp_t n_uniforms,
+                              float64_t* tree, intp_t tree_size) noexcept nogil:
+    """A sampler of the steps ``order[:n_order]``, then one gap-sampled step per
+    uniform of ``uniforms[:n_uniforms]`` on the sum tree (NULL, 0: none)."""
+    smp.order, smp.n_order = order, n_order
+    smp.uniforms, smp.n_uniforms = uniforms, n_uniforms
+    smp.tree, smp.tree_size = tree, tree_size
+    smp.ahead_step, smp.ahead_block = -1, -1
 
 
 cdef inline intp_t next_block(const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
     if t < smp.n_order:
         return smp.order[t]
+    if t == smp.ahead_step:
+        return smp.ahead_block
     return tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t - smp.n_order])
+
+
+cdef inline void set_gap_weight(Sampler* smp, intp_t i, float64_t gap) noexcept nogil:
+    """Block i's gap-sampling weight becomes max(gap, 0) (no-op without gap
+    sampling); a block drawn ahead on the old tree is discarded."""
+    if smp.uniforms == NULL:
+        return
+    tree_set(smp.tree, smp.tree_size, i, gap if gap > 0.0 else 0.0)
+    smp.ahead_step = -1
+
+
+cdef inline void _prefetch_first(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
+                                 intp_t i) noexcept nogil:
+    """The first stage of the cache hints for block i: its oracle data, its mask
+    (or coordinate list) and its atoms' struct, which the second stage reads."""
+    oracle.prefetch(i)
+    b.prefetch_mask(i)
+    if atoms != NULL:
+        prefetch_atom_header(&atoms[i])
 
 
 cdef inline void _prefetch_data(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
                                 intp_t i) noexcept nogil:
-    """The first stage of ``prefetch_steps`` for block i: its oracle data, its
-    block values (``BlockStore.prefetch``) and its atoms."""
+    """Cache hints for block i's oracle data, its block values
+    (``BlockStore.prefetch``) and its atoms."""
     oracle.prefetch(i)
     b.prefetch(i)
     if atoms != NULL:
         prefetch_atoms(&atoms[i])
 
 
+cdef inline void draw_ahead(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
+                            Sampler* smp, intp_t t, intp_t n) noexcept nogil:
+    """Call after step t's ``set_gap_weight``: when step t + 1 is gap-sampled, draws its
+    block now (the tree no longer changes before it, so the draw is exact and
+    ``next_block`` returns it) and asks for the first stage of its cache lines,
+    which the rest of step t then hides."""
+    cdef intp_t j
+    if t + 1 < smp.n_order or t + 1 >= smp.n_order + smp.n_uniforms:
+        return
+    j = tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t + 1 - smp.n_order])
+    smp.ahead_step, smp.ahead_block = t + 1, j
+    _prefetch_first(oracle, b, atoms, j)
+
+
 cdef inline void prefetch_steps(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
                                 const Sampler* smp, intp_t t, intp_t n) noexcept nogil:
-    """Cache hints ahead of step t's oracle call, in two stages: the oracle's
-    data, the block values and the atoms (``atoms``: the blocks' atoms, NULL
-    without active sets) of step t + 1's block, the block's mask and the atoms'
-    struct of step t + 2's (step 0 also asks for its own block's).
+    """Cache hints at the start of step t, ahead of its oracle call.
 
-    The blocks ahead are read with ``next_block`` now: exact for a known
-    order; under gap sampling a guess, since the steps in between still
-    update the tree (a wrong guess costs only the hint).
+    Steps in a known order get them in two stages: the oracle's data, the block
+    values and the atoms (``atoms``: the blocks' atoms, NULL without active
+    sets) of step t + 1's block, the block's mask and the atoms' struct of step
+    t + 2's (step 0 also asks for its own block's).  A gap-sampled step's block
+    is known only once the step before it has updated the tree (``draw_ahead``
+    asks for its first stage then): its second stage is asked for here, and its
+    first too when it was not drawn ahead.
     """
-    cdef intp_t total = smp.n_order + smp.n_uniforms, nxt
+    cdef intp_t i
+    if t >= smp.n_order:
+        i = next_block(smp, t, n)
+        if t != smp.ahead_step:
+            _prefetch_first(oracle, b, atoms, i)
+        b.prefetch(i)
+        if atoms != NULL:
+            prefetch_atoms(&atoms[i])
+        return
     if t == 0:
         _prefetch_data(oracle, b, atoms, next_block(smp, 0, n))
-    if t + 1 < total:
+    if t + 1 < smp.n_order:
         _prefetch_data(oracle, b, atoms, next_block(smp, t + 1, n))
-    if t + 2 < total:
-        nxt = next_block(smp, t + 2, n)
-        b.prefetch_mask(nxt)
+    if t + 2 < smp.n_order:
+        i = next_block(smp, t + 2, n)
+        b.prefetch_mask(i)
         if atoms != NULL:
-            prefetch_atom_header(&atoms[nxt])
+            prefetch_atom_header(&atoms[i])

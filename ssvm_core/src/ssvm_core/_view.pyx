@@ -5,7 +5,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, intp_t
 from ssvm_core._oracle cimport MaxOracle
-from ssvm_core._sampling cimport tree_draw
+from ssvm_core._sampling cimport init_sampler, tree_draw
 
 
 cdef inline float64_t* _ptr_or_null(float64_t[::1] a) noexcept:
@@ -39,25 +39,25 @@ cdef class StateView:
         self.primal.lower = _ptr_or_null(self._lower)
         self.primal.upper = _ptr_or_null(self._upper)
         self.primal.avg_u = _ptr_or_null(self._avg_u)
-        self.sampler.order = NULL
-        self.sampler.n_order = 0
-        self.sampler.uniforms = NULL
-        self.sampler.n_uniforms = 0
-        self.sampler.tree = NULL
-        self.sampler.tree_size = 0
+        cdef const intp_t* order_ptr = NULL
+        cdef const float64_t* uniforms_ptr = NULL
+        cdef float64_t* tree_ptr = NULL
+        cdef intp_t n_order = 0, n_uniforms = 0, tree_size = 0
         if order is not None:
             self._order = order
-            self.sampler.n_order = self._order.shape[0]
-            if self.sampler.n_order:
-                self.sampler.order = &self._order[0]
+            n_order = self._order.shape[0]
+            if n_order:
+                order_ptr = &self._order[0]
         if gap_uniforms is not None:
             self._uniforms = gap_uniforms
-            tree, self.sampler.tree_size = _sum_tree(state.block_gap_estimates)
+            tree, tree_size = _sum_tree(state.block_gap_estimates)
             self._tree = tree
-            self.sampler.tree = &self._tree[0]
-            self.sampler.n_uniforms = self._uniforms.shape[0]
-            if self.sampler.n_uniforms:
-                self.sampler.uniforms = &self._uniforms[0]
+            tree_ptr = &self._tree[0]
+            n_uniforms = self._uniforms.shape[0]
+            if n_uniforms:
+                uniforms_ptr = &self._uniforms[0]
+        init_sampler(&self.sampler, order_ptr, n_order, uniforms_ptr, n_uniforms, tree_ptr,
+                     tree_size)
 
 
 def _sum_tree(const float64_t[::1] weights):
