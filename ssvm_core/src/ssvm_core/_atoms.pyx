@@ -15,6 +15,7 @@ from libc.string cimport memcpy, memmove
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner
+from ssvm_core._vector cimport dot_gather
 
 
 cdef int _grow(void** ptr, intp_t n_items, size_t item_size) except -1 nogil:
@@ -51,18 +52,11 @@ cdef int _reserve(BlockAtoms* blk, intp_t atoms, intp_t labels, intp_t nnz) exce
 
 
 cdef float64_t atom_dot(const BlockAtoms* blk, intp_t k, const float64_t* w) noexcept nogil:
-    """<psi_k, w>."""
-    cdef float64_t acc = 0.0
-    cdef intp_t p
-    cdef const float* v32 = <const float*> blk.psi_val
-    cdef const float64_t* v64 = <const float64_t*> blk.psi_val
+    """<psi_k, w> (``_vector.dot_gather``: four partial sums, not one chain of adds)."""
+    cdef intp_t p0 = blk.psi_off[k], nnz = blk.psi_off[k + 1] - p0
     if blk.single:
-        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-            acc += v32[p] * w[blk.psi_idx[p]]
-    else:
-        for p in range(blk.psi_off[k], blk.psi_off[k + 1]):
-            acc += v64[p] * w[blk.psi_idx[p]]
-    return acc
+        return dot_gather(w, blk.psi_idx + p0, (<const float*> blk.psi_val) + p0, nnz)
+    return dot_gather(w, blk.psi_idx + p0, (<const float64_t*> blk.psi_val) + p0, nnz)
 
 
 cdef void atom_scatter(const BlockAtoms* blk, intp_t k, float64_t coef,
