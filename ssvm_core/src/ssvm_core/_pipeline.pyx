@@ -48,6 +48,7 @@ from libc.string cimport memcpy
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, CornerBuffer, MaxOracle
 from ssvm_core._blocks cimport Ledger, Primal, below_ground_truth, step_size
+from ssvm_core._sampling cimport Sampler, init_sampler, prefetch_steps
 from ssvm_core._storage cimport BlockStore, CompactStore, Direction
 from ssvm_core._view cimport StateView
 from ssvm_core._pthread cimport (
@@ -457,6 +458,8 @@ cdef class CompiledPipeline:
         due); ``made`` counts the steps made."""
         cdef intp_t j, m, n = self.n
         cdef Primal* p = &view.primal
+        cdef Sampler smp                        # the steps' order, for the cache hints
+        init_sampler(&smp, self.order, n, NULL, 0, NULL, 0)
         for m in range(min(self.lag + 1, n)):
             if self._master_calls(m):
                 self._call(m, p.w, 0)
@@ -471,8 +474,9 @@ cdef class CompiledPipeline:
                     &self.counters[APPLIED], j - self.R + 1, &self.counters[FAILED],
                     &self.master_idle, &self.gates[0]):
                 return 0
-            if j + 1 < n:
-                view.store.prefetch(self.order[j + 1])
+            # the next steps' block data; on two threads the helper read their token
+            # rows for its calls, into the other core's cache
+            prefetch_steps(self.oracle, view.store, NULL, &smp, j, n)
             self._step(j, view.store, &view.ledger, p, s, &view.direction.d, lam, ell,
                        ell_avg, n_steps)
             made[0] = j + 1
