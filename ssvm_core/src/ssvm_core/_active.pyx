@@ -148,6 +148,8 @@ cdef void _normalise(BlockAtoms* blk) noexcept nogil:
     cdef intp_t k
     for k in range(blk.n):
         total += blk.alpha[k]
+    if total == 1.0:                          # x / 1.0 is x: spare the divisions
+        return
     for k in range(blk.n):
         blk.alpha[k] /= total
 
