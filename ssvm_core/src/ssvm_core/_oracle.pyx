@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from ssvm_core.validation import check_weights
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
-from ssvm_core._vector cimport checked_malloc
+from ssvm_core._vector cimport checked_malloc, dot_gather
 
 
 cdef struct _Expansion:
@@ -209,12 +209,8 @@ cdef class MaxOracle:
                              float64_t* work_val) except? -1 nogil:
         """<A_i e, w> by default through ``coord_expand`` into the caller's scratch:
         the expansion's entries times w's."""
-        cdef intp_t q, m
-        cdef float64_t total = 0.0
-        m = self.coord_expand(i, idx, val, nnz, work_idx, work_val)
-        for q in range(m):
-            total += work_val[q] * w[work_idx[q]]
-        return total
+        cdef intp_t m = self.coord_expand(i, idx, val, nnz, work_idx, work_val)
+        return dot_gather(w, work_idx, work_val, m)
 
     @property
     def compact_blocks(self) -> bool:

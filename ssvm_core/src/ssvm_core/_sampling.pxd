@@ -82,21 +82,17 @@ cdef inline void set_gap_weight(Sampler* smp, intp_t i, float64_t gap) noexcept 
     smp.ahead_step = -1
 
 
-cdef inline void _prefetch_first(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
-                                 intp_t i) noexcept nogil:
-    """The first stage of the cache hints for block i: its oracle data, its mask
-    (or coordinate list) and its atoms' struct, which the second stage reads."""
-    oracle.prefetch(i)
+cdef inline void _hint_lists(BlockStore b, const BlockAtoms* atoms, intp_t i) noexcept nogil:
+    """The first stage of block i's cache hints: its coordinate list (or mask) and
+    its atoms' struct (``atoms``: NULL without active sets), which the second
+    stage reads."""
     b.prefetch_mask(i)
     if atoms != NULL:
         prefetch_atom_header(&atoms[i])
 
 
-cdef inline void _prefetch_data(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
-                                intp_t i) noexcept nogil:
-    """Cache hints for block i's oracle data, its block values
-    (``BlockStore.prefetch``) and its atoms."""
-    oracle.prefetch(i)
+cdef inline void _hint_values(BlockStore b, const BlockAtoms* atoms, intp_t i) noexcept nogil:
+    """The second stage: block i's values (``BlockStore.prefetch``) and its atoms."""
     b.prefetch(i)
     if atoms != NULL:
         prefetch_atoms(&atoms[i])
@@ -113,7 +109,8 @@ cdef inline void draw_ahead(MaxOracle oracle, BlockStore b, const BlockAtoms* at
         return
     j = tree_draw(smp.tree, smp.tree_size, n, smp.uniforms[t + 1 - smp.n_order])
     smp.ahead_step, smp.ahead_block = t + 1, j
-    _prefetch_first(oracle, b, atoms, j)
+    oracle.prefetch(j)
+    _hint_lists(b, atoms, j)
 
 
 cdef inline void prefetch_steps(MaxOracle oracle, BlockStore b, const BlockAtoms* atoms,
@@ -132,17 +129,15 @@ cdef inline void prefetch_steps(MaxOracle oracle, BlockStore b, const BlockAtoms
     if t >= smp.n_order:
         i = next_block(smp, t, n)
         if t != smp.ahead_step:
-            _prefetch_first(oracle, b, atoms, i)
-        b.prefetch(i)
-        if atoms != NULL:
-            prefetch_atoms(&atoms[i])
+            oracle.prefetch(i)
+            _hint_lists(b, atoms, i)
+        _hint_values(b, atoms, i)
         return
     if t == 0:
-        _prefetch_data(oracle, b, atoms, next_block(smp, 0, n))
+        oracle.prefetch(smp.order[0])
+        _hint_values(b, atoms, smp.order[0])
     if t + 1 < smp.n_order:
-        _prefetch_data(oracle, b, atoms, next_block(smp, t + 1, n))
+        oracle.prefetch(smp.order[t + 1])
+        _hint_values(b, atoms, smp.order[t + 1])
     if t + 2 < smp.n_order:
-        i = next_block(smp, t + 2, n)
-        b.prefetch_mask(i)
-        if atoms != NULL:
-            prefetch_atom_header(&atoms[i])
+        _hint_lists(b, atoms, smp.order[t + 2])
