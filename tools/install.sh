@@ -9,8 +9,9 @@ python -m pip install -r requirements/build.txt
 # ssvm_paths (pure Python) needs ssvm-core; the umbrella comes last.
 # ssvm_data[hdf5] adds h5py, for MATLAB v7.3 (HDF5) .mat files;
 # ssvm_oracles[graphcut] adds PyMaxflow (GPL-3.0), GraphCutModel(backend="pymaxflow");
+# ssvm_oracles[latent] adds scikit-learn, the k-means start of the latent models;
 # ssvm_core[dask] adds dask.distributed, for mini-batch BCFW on a Dask cluster.
-for pkg in "ssvm_data[hdf5]" "ssvm_core[dask]" "ssvm_oracles[graphcut]" ssvm_paths; do
+for pkg in "ssvm_data[hdf5]" "ssvm_core[dask]" "ssvm_oracles[graphcut,latent]" ssvm_paths; do
     python -m pip install --no-build-isolation "./$pkg"
 done
 python -m pip install --no-build-isolation ".[test]"

