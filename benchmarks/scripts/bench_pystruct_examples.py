@@ -50,6 +50,20 @@ Building pystruct 0.3.2 (Python 3.11; nothing of it belongs in this repository):
         -o pystruct/inference/_viterbi.c
     /tmp/pystruct-venv/bin/pip install --no-deps --no-build-isolation .
 
+Our side on pystruct's generation of NumPy, SciPy and scikit-learn (the import of
+scikit-learn 1.9 alone takes longer than some of these scripts; ``docs/pystruct_migration.rst``
+has both tables): wheels of this repository, built with its build tools, in a second
+environment, which then runs this script::
+
+    for p in ssvm_data ssvm_core ssvm_oracles ssvm_paths .; do   # ssvm-core installed first
+        pip wheel --no-deps --no-build-isolation -w /tmp/wheels ./$p; done
+    python3.11 -m venv /tmp/oldenv
+    /tmp/oldenv/bin/pip install "numpy==1.26.4" "scipy==1.10.1" "scikit-learn==1.2.2" \\
+        "matplotlib==3.7.5" "networkx>=3.0" pooch threadpoolctl tqdm highspy pytest
+    /tmp/oldenv/bin/pip install --no-deps /tmp/wheels/*.whl
+    env -u PYTHONPATH /tmp/oldenv/bin/python benchmarks/scripts/bench_pystruct_examples.py \\
+        --pystruct-python /tmp/pystruct-venv/bin/python --py3-fixes
+
 pystruct's optional packages (ad3, pyqpbo, opengm) have no wheels for Python 3.11, so pystruct
 runs there with ``get_installed() == ['max-product', 'lp']``: its CRFs' default inference is
 max-product (loopy belief propagation on loopy graphs) where it would be AD3 with ad3 installed.
