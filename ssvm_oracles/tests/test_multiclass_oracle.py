@@ -274,3 +274,31 @@ def test_sparse_inputs_train_exactly_as_dense(fmt):
     bad.data[0] = np.nan
     with pytest.raises(ValueError, match="NaN or infinite"):
         model.bind(bad, Y)
+
+
+def test_full_rows_read_as_vectors_agree_with_the_gathered_columns():
+    """Rows holding every input in order (a dense X) are read as contiguous vectors; the
+    same rows with their columns listed in another order take the gathering loops."""
+    rng = np.random.default_rng(9)
+    n, F, K = 12, 7, 4
+    X = rng.normal(size=(n, F))
+    y = rng.integers(0, K, n).astype(np.int32)
+    cost = 1.0 - np.eye(K)
+    indptr = np.arange(0, n * F + 1, F, dtype=np.intp)
+    ordered = np.tile(np.arange(F, dtype=np.int32), n)
+    reverse = np.tile(np.arange(F - 1, -1, -1, dtype=np.int32), n)
+    vectors = MulticlassOracle(F, indptr, ordered, X.ravel(), y, cost, "compact")
+    gathered = MulticlassOracle(F, indptr, reverse, X[:, ::-1].ravel(), y, cost, "compact")
+    assert vectors.dense_rows and not gathered.dense_rows
+    for w in weights(rng, K * F):
+        for i in range(n):
+            np.testing.assert_allclose(vectors.coord_scores_py(i, w),
+                                       gathered.coord_scores_py(i, w), rtol=1e-13)
+            assert vectors.solve_py(i, w)[0][0] == gathered.solve_py(i, w)[0][0]
+            e = rng.normal(size=K) * (rng.random(K) < 0.7)
+            a, b = [np.zeros(K * F) for _ in range(2)], [np.zeros(K * F) for _ in range(2)]
+            vectors.coord_add_py(i, e, a[0], a[1], 0.5)
+            gathered.coord_add_py(i, e, b[0], b[1], 0.5)
+            np.testing.assert_array_equal(a[0], b[0])      # one product per entry
+            np.testing.assert_array_equal(a[1], b[1])
+            np.testing.assert_array_equal(a[0], np.kron(e, X[i]))

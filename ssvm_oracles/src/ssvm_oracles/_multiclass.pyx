@@ -22,7 +22,7 @@ import numpy as np
 
 from ssvm_core._typedefs cimport float64_t, int32_t, intp_t
 from ssvm_core._oracle cimport Corner, MaxOracle
-from ssvm_core._vector cimport dot_gather, ssvm_prefetch
+from ssvm_core._vector cimport axpy, dot, dot_gather, ssvm_prefetch
 
 
 @cython.final
@@ -45,6 +45,13 @@ cdef class MulticlassOracle(MaxOracle):
         The block storage the oracle offers the solvers (see the module
         docstring): "sparse" reports ``block_support``, "compact" offers the
         K-coordinate block basis.
+
+    Attributes
+    ----------
+    dense_rows : bool
+        Every row holds all F inputs, columns in order (a dense X packed
+        without zeros): the class scores and ``coord_add`` then read rows as
+        contiguous vectors, with the same sums as the gathering loops.
     """
     cdef readonly intp_t n_classes, n_inputs
     cdef readonly intp_t[::1] indptr
@@ -54,6 +61,7 @@ cdef class MulticlassOracle(MaxOracle):
     cdef readonly int32_t[::1] y
     cdef readonly str storage
     cdef const float64_t[::1] _sqnorms      # compact: ||x_i||^2 per example
+    cdef readonly bint dense_rows
 
     def __init__(self, intp_t n_inputs, indptr, indices, data, y, cost,
                  str storage="dense"):
@@ -83,6 +91,10 @@ cdef class MulticlassOracle(MaxOracle):
         self.max_psi_nnz = max(2 * int(row_nnz.max()), 1)
         self.dense_psi = False
         self.needs_gil = False
+        # a dense X packed as CSR: rows are read as contiguous vectors (the same sums)
+        self.dense_rows = bool(n_inputs > 0 and np.all(row_nnz == n_inputs) and np.array_equal(
+            np.asarray(self.indices).reshape(-1, n_inputs),
+            np.broadcast_to(np.arange(n_inputs), (self.n_blocks, n_inputs))))
         if storage == "compact":
             rows = np.repeat(np.arange(self.n_blocks), row_nnz)
             self._sqnorms = np.bincount(rows, weights=np.square(np.asarray(self.data)),
@@ -111,6 +123,8 @@ cdef class MulticlassOracle(MaxOracle):
         cdef intp_t start = self.indptr[i], nnz = self.indptr[i + 1] - start
         if nnz == 0:            # &indices[start] would be past the end for a last empty row
             return 0.0
+        if self.dense_rows:    # dot_gather's sums with the columns 0 .. F - 1
+            return dot(w + k * self.n_inputs, &self.data[start], nnz)
         return dot_gather(w + k * self.n_inputs, &self.indices[start], &self.data[start], nnz)
 
     cdef void _write(self, intp_t i, int32_t k, float64_t wpsi, Corner* out,
@@ -210,9 +224,16 @@ cdef class MulticlassOracle(MaxOracle):
         cdef intp_t j, p, g, F = self.n_inputs
         cdef intp_t p0 = self.indptr[i], p1 = self.indptr[i + 1]
         cdef float64_t a, b
+        if p1 == p0:            # &data[p0] would be past the end for a last empty row
+            return 0
         for j in range(nnz):
             a = val[j]
             b = c2 * a
+            if self.dense_rows:    # the columns 0 .. F - 1: the same adds, vectorised
+                axpy(a, &self.data[p0], out + idx[j] * F, F)
+                if out2 != NULL:
+                    axpy(b, &self.data[p0], out2 + idx[j] * F, F)
+                continue
             for p in range(p0, p1):
                 g = idx[j] * F + self.indices[p]
                 out[g] += a * self.data[p]
