@@ -78,7 +78,7 @@ def declared(folder: str) -> tuple[set[str], set[str]]:
     """The required and the optional distributions of ``folder/pyproject.toml``."""
     project = tomllib.loads((ROOT / folder / "pyproject.toml").read_text())["project"]
     required = {_name(r) for r in project.get("dependencies", [])}
-    optional = {_name(r.split("[")[0]) for extra in
+    optional = {_name(r) for extra in
                 project.get("optional-dependencies", {}).values() for r in extra}
     return required, optional
 

@@ -226,14 +226,15 @@ cdef class MulticlassOracle(MaxOracle):
         cdef float64_t a, b
         if p1 == p0:            # &data[p0] would be past the end for a last empty row
             return 0
+        if self.dense_rows:     # the columns 0 .. F - 1: the same adds, vectorised
+            for j in range(nnz):
+                axpy(val[j], &self.data[p0], out + idx[j] * F, F)
+                if out2 != NULL:
+                    axpy(c2 * val[j], &self.data[p0], out2 + idx[j] * F, F)
+            return 0
         for j in range(nnz):
             a = val[j]
             b = c2 * a
-            if self.dense_rows:    # the columns 0 .. F - 1: the same adds, vectorised
-                axpy(a, &self.data[p0], out + idx[j] * F, F)
-                if out2 != NULL:
-                    axpy(b, &self.data[p0], out2 + idx[j] * F, F)
-                continue
             for p in range(p0, p1):
                 g = idx[j] * F + self.indices[p]
                 out[g] += a * self.data[p]
