@@ -168,6 +168,41 @@ def test_gap_check_growth_thins_the_checks_and_still_certifies():
     np.testing.assert_allclose(second.w, grown.w, rtol=1e-10, atol=1e-12)
 
 
+def _early_checks(history, every=10):
+    """(pass, gap) of the checks off the ``every`` schedule, and the passes of all checks
+    (the start's included)."""
+    checks = [(h["pass"], h["gap"]) for h in history if h["gap"] is not None]
+    return [(p, g) for p, g in checks if p % every], [p for p, _ in checks]
+
+
+def test_early_checks_that_miss_wait_twice_as_long_each_time():
+    """gapBCFW's heuristic exit checks the exact gap once the block gap estimates sum to
+    <= 0.8 tol; with cache steps the estimates underestimate, and each early check that finds
+    the gap above tol doubles the passes the next one waits after the last check."""
+    rng = np.random.default_rng(2)
+    X, Y = random_chain_data(rng, 30, 5, 3, 4)
+    oracle = ToyChainModel(3, 4).bind(X, Y)
+    tol = 0.2
+    result = solve(oracle, 0.01, tol=tol, max_passes=300, averaging=False, random_state=0,
+                   step="pairwise", cache=True)
+    assert result.status == "converged" and result.certified and result.gap <= tol
+    early, checks = _early_checks(result.history)
+    missed = [p for p, gap in early if gap > tol]
+    assert len(missed) >= 3                     # the case this test is about
+    for k, p in enumerate(missed):              # the k-th miss in a row waited 2^k passes
+        last = max(q for q in checks if q < p)
+        assert p - last >= 2 ** k, (p, last, k)
+    assert result.state.early_checks_missed == len(missed)
+    # a run whose estimates are right still stops at its first early check
+    rng = np.random.default_rng(0)
+    X, Y = random_chain_data(rng, 30, 5, 3, 4)
+    exact = solve(ToyChainModel(3, 4).bind(X, Y), 1.0, tol=1e-3, max_passes=300,
+                  averaging=False, random_state=0, step="pairwise", cache=True)
+    early, _ = _early_checks(exact.history)
+    assert exact.status == "converged" and early == [(exact.state.passes, exact.gap)]
+    assert exact.state.early_checks_missed == 0
+
+
 def test_max_oracle_calls_counts_gap_passes():
     oracle = multiclass(n=4)
     n = oracle.n_blocks

@@ -22,7 +22,7 @@ ARRAYS = ("w", "block_values", "block_ptr", "block_support", "block_ell",
           "block_gap_estimates", "avg_u")
 SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "averaging",
            "passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
-           "rng_state")
+           "rng_state", "gap_pass_at", "early_checks_missed")
 
 
 def multiclass(seed=0, n=5, F=3, K=3):
@@ -163,7 +163,22 @@ def test_save_load_round_trip_is_exact(tmp_path, averaging):
     # The file holds no pickles.
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
-    assert meta["format_version"] == 3
+    assert meta["format_version"] == 4
+
+
+def test_a_state_file_of_format_3_loads_with_the_early_check_counters_at_zero(tmp_path):
+    result = solve(chain(), 0.07, max_passes=12, tol=0, random_state=5)
+    assert result.state.gap_pass_at == 10
+    result.state.save(tmp_path / "new.npz")
+    with np.load(tmp_path / "new.npz", allow_pickle=False) as data:
+        arrays = {name: data[name] for name in data.files}
+    meta = json.loads(str(arrays.pop("meta")))
+    meta["format_version"] = 3
+    del meta["gap_pass_at"], meta["early_checks_missed"]
+    np.savez(tmp_path / "old.npz", meta=np.array(json.dumps(meta)), **arrays)
+    loaded = SolverState.load(tmp_path / "old.npz")
+    assert loaded.gap_pass_at == 0 and loaded.early_checks_missed == 0
+    assert_states_equal(loaded, result.state, counters=False)
 
 
 def test_save_load_keeps_sparse_block_layout(tmp_path):

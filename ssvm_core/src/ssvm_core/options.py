@@ -263,7 +263,9 @@ OPTIONS: tuple[Option, ...] = (
         report: they leave what the sampler and the cache read unchanged, so
         a resumed run continues exactly), and early whenever the block gap
         estimates sum to <= 0.8 tol (gapBCFW's heuristic exit, confirmed by
-        the exact gap before stopping).""",
+        the exact gap before stopping); each early check in a row that finds
+        the gap above tol doubles the passes the next one waits after the
+        last check (1, 2, 4, ...).""",
         cli_help="Passes between exact gap checks, each costing one oracle call per block "
                  "(two with averaging); a check is also made at the start, at the end and "
                  "when the gap estimates fall below tol."),

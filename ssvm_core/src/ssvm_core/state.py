@@ -76,6 +76,13 @@ class SolverState(PassCounters, StepCounters):
     last_exact_gap : float
         What the caching rule reads: the global gap at the last scheduled gap
         pass (NaN before one).
+    gap_pass_at : int
+        ``passes`` at the last scheduled gap pass (0 before one).
+    early_checks_missed : int
+        Early gap checks (made because the estimates summed to <= 0.8 tol, off
+        the ``gap_check_every`` schedule) in a row that found the gap above
+        tol; the next early check waits 2 ** early_checks_missed passes after
+        the last scheduled gap pass.
     certified_gaps : ndarray (n_blocks,)
         Exact block gaps of the iterate at the last gap pass of any kind
         (their sum is ``certified_gap``); current only while ``exact_gaps``.
@@ -112,6 +119,8 @@ class SolverState(PassCounters, StepCounters):
         self.block_gap_estimates = np.full(n_blocks, np.nan)
         self.block_oracle_gaps = np.full(n_blocks, np.nan)
         self.last_exact_gap = float("nan")
+        self.gap_pass_at = 0
+        self.early_checks_missed = 0
         self.certified_gaps = np.full(n_blocks, np.nan)
         self.certified_gap = float("nan")
         self.exact_gaps = False
@@ -303,6 +312,7 @@ class SolverState(PassCounters, StepCounters):
         if refresh:
             self.block_gap_estimates[:] = self.certified_gaps
             self.last_exact_gap = gap
+            self.gap_pass_at = self.passes
         return primal, gap
 
     def restart(self, lam: float) -> None:
@@ -312,6 +322,7 @@ class SolverState(PassCounters, StepCounters):
         self.block_gap_estimates[:] = np.nan
         self.block_oracle_gaps[:] = np.nan
         self.last_exact_gap = float("nan")
+        self.early_checks_missed = 0
         self.invalidate_gaps()
         self.reset_averaging()
 

@@ -22,8 +22,8 @@ from ssvm_core.files import atomic_write
 from ssvm_core.state_checks import array_problems
 from ssvm_core.validation import check_lam
 
-_FORMAT_VERSION = 3
-_READABLE_VERSIONS = (2, 3)
+_FORMAT_VERSION = 4
+_READABLE_VERSIONS = (2, 3, 4)
 _ARRAYS = ("w", "v", "lower", "upper", "block_values", "block_ptr", "block_support",
            "block_ell", "block_gap_estimates", "block_oracle_gaps", "avg_u")
 _BLOCK_ARRAYS = ("block_values", "block_ptr", "block_support")
@@ -31,7 +31,9 @@ _SCALARS = ("lam", "n_blocks", "n_features", "ell", "ell_avg", "n_steps", "avera
             "last_exact_gap")
 _COUNTERS = ("passes", "effective_passes", "oracle_calls", "elapsed", "replaced_answers",
              "fw_steps", "away_steps", "pairwise_steps", "corrective_steps", "drop_steps",
-             "cache_hits_local", "cache_hits_global")
+             "cache_hits_local", "cache_hits_global", "gap_pass_at", "early_checks_missed")
+#: counters older formats (and pickles) lack, and the value they start from
+_NEW_COUNTERS = {"gap_pass_at": 0, "early_checks_missed": 0}
 
 
 def save_state(state, path: str | os.PathLike | BinaryIO) -> None:
@@ -90,6 +92,8 @@ def _read(cls, path):
         raise ValueError("its metadata is not a mapping")
     if meta.get("format_version") not in _READABLE_VERSIONS:
         raise ValueError(f"unsupported state format {meta.get('format_version')}")
+    if meta["format_version"] < 4:
+        meta = {**_NEW_COUNTERS, **meta}
     missing = [k for k in _SCALARS + _COUNTERS + ("rng_state",) if k not in meta]
     if missing:
         raise ValueError(f"metadata misses {missing}")
@@ -184,7 +188,7 @@ def pickled(state) -> dict:
 
 def unpickle(state, saved: dict) -> None:
     """Restore ``state`` from ``pickled``'s dict (or an older version's), unbound."""
-    saved = dict(saved)
+    saved = {**_NEW_COUNTERS, **saved}
     if "blocks" not in saved:               # pickled before block stores existed
         blocks_of_old_pickle(saved)
     state.__dict__.update(saved, _compatible_oracle=None)
