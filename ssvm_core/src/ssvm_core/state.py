@@ -258,6 +258,7 @@ class SolverState(PassCounters, StepCounters):
             self.certified_gap = float(np.sum(self.certified_gaps))
             self.block_gap_estimates[:] = self.certified_gaps
             self.last_exact_gap = self.certified_gap
+            self.gap_pass_at = self.passes
             self.exact_gaps = True
         return delta
 
