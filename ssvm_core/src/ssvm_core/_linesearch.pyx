@@ -1,8 +1,9 @@
-"""Test hook of the exact box line search (``_linesearch.pxd``, Osokin et al. (2016), App. H).
+"""The exact box line search (``_linesearch.pxd``, Osokin et al. (2016), App. H) for Python.
 
-The kernels use the inline ``box_search`` directly; this module only
-exposes it to Python so that tests can compare it with a brute-force
-maximisation of the piecewise-quadratic dual.
+The kernels use the inline ``box_search`` directly; ``box_line_search`` exposes it
+to Python: tests compare it with a brute-force maximisation of the
+piecewise-quadratic dual, and ``ssvm.compat.pystruct``'s one-slack working set
+takes its box steps with it.
 """
 
 import numpy as np

