@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssvm_core.line_search import box_line_search
 from ssvm_core.executors import Answers
+from ssvm_core.line_search import box_line_search
 
 #: share of the outer tolerance given to the inner solver's gap
 INNER_SHARE = 0.25
