@@ -408,7 +408,8 @@ class WorkingSet:
         ``L - g w`` and the exact line search is ssvm-core's for boxes (the dual is piecewise
         quadratic along the step: its breakpoints are walked in order)."""
         beta, g, L, s = self.beta, self.g, self.L, self.scale
-        lower, upper = box
+        # as the line search reads them, converted once rather than at every step
+        lower, upper = (np.ascontiguousarray(b, dtype=np.float64) for b in box)
         z = beta @ g
         budget = STEPS_PER_CONSTRAINT * L.shape[0]
         for step in range(budget):
@@ -417,7 +418,7 @@ class WorkingSet:
             top, away, gap = self._pair(grad)
             if gap <= tol or top == away:
                 return step
-            delta = np.ascontiguousarray(g[top] - g[away])
+            delta = g[top] - g[away]
             # the restricted dual along the step is ssvm's dual with lam = 1, v = z, ell = L
             gamma, _ = box_line_search(z, lower, upper, None, delta, float(L[top] - L[away]),
                                        1.0, float(beta[away]))
