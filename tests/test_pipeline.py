@@ -328,14 +328,24 @@ def test_bench_parallel_measures_pipelined_runs(tmp_path, capsys):
     report = bench.main(["--problems", "pose", "--pose-images", "6", "--pose-grid", "5",
                          "--executors", "serial", "--taus", "1", "--lags", "0", "2",
                          "--passes", "2", "--check-every", "1", "--target-passes", "2",
-                         "--seeds", "0", "--csv", str(tmp_path / "p.csv")])
+                         "--seeds", "0", "--pairs", "3", "--csv", str(tmp_path / "p.csv")])
     summary = report["summary"]
     # L = 0 is serial BCFW: the same curve, so it reaches BCFW's gap in the same passes
     assert summary["pose/pipeline/L=0/passes_to_bcfw_gap@2"] == 2
     assert summary["pose/pipeline/L=2/speedup_vs_bcfw"] > 0
     rows = list(csv.DictReader(open(tmp_path / "p.csv")))
-    assert sorted(r["lag"] for r in rows if r["executor"] == "pipeline") == ["0", "2"]
-    assert "pipeline L=2 on 2 threads" in capsys.readouterr().out
+    assert sorted(r["lag"] for r in rows if r["executor"] == "pipeline"
+                  and r["kind"] == "time") == ["0", "2"]
+    # the interleaved pairs: a ratio per pair, summarised; with the curves, the time to
+    # BCFW's gap is the passes over the paired speed-up
+    pairs = {r["lag"]: r for r in rows if r["kind"] == "pairs"}
+    assert sorted(pairs) == ["0", "2"] and pairs["2"]["pairs"] == "3"
+    paired = summary["pose/pipeline/L=2/paired_speedup_vs_bcfw"]
+    assert float(pairs["2"]["paired_min"]) <= paired <= float(pairs["2"]["paired_max"])
+    assert summary["pose/pipeline/L=0/paired_time_to_bcfw_gap_vs_bcfw"] == pytest.approx(
+        2 / (2 * summary["pose/pipeline/L=0/paired_speedup_vs_bcfw"]))
+    out = capsys.readouterr().out
+    assert "pipeline L=2 on 2 threads" in out and "3 interleaved pairs" in out
     cached = bench.main(["--problems", "pose", "--pose-images", "6", "--pose-grid", "5",
                          "--executors", "serial", "--taus", "1", "--lags", "2", "--passes", "2",
                          "--check-every", "1", "--target-passes", "1", "--seeds", "0",

@@ -47,6 +47,11 @@ without it, and the report says so).  For each problem:
   threads (``tests/test_pipeline.py``).
   ``--pipeline-cache-steps C`` (> 0) runs them with caching and C master cache
   steps per answer (``pipeline_cache_steps``; "fw" steps, or ``--pipeline-step``).
+  ``--pairs N`` also times N interleaved pairs of a serial BCFW pass and a pipelined
+  pass per lag, each run continuing its own state: the median (and range) of the
+  pairs' speed-ups (``paired_speedup_vs_bcfw``; with the curves,
+  ``paired_time_to_bcfw_gap_vs_bcfw``) is robust to a drift of the machine's speed,
+  which moves the side-by-side medians.
 
 - **tau chosen by the run** (``--auto``, ``ssvm_core.autotau``): for each seed, serial
   BCFW and ``solve(batch_blocks="auto", executor="threads", n_jobs=--workers)`` one
@@ -241,6 +246,53 @@ def _time_pipeline(prob: dict, lag: int, args, warm: SolverState,
     return sorted(rows, key=lambda r: r["pass_s"])[len(rows) // 2]
 
 
+def _time_pairs(prob: dict, lag: int, args, warm: SolverState) -> dict:
+    """``--pairs`` interleaved pairs of a serial BCFW pass and a pipelined pass (lag
+    ``lag``, ``--workers`` threads): the median, min and max of each pair's ratio of
+    serial over pipelined wall seconds (``paired_speedup``), and the median seconds of
+    each kind.
+
+    Each run continues its own copy of ``warm`` pass after pass, after one untimed pass
+    each (the compiled path then balances its threads); the pair's two passes swap
+    places every pair, so a slow drift of the machine's speed, which moves the
+    side-by-side medians of ``_time_passes`` and ``_time_pipeline``, moves both
+    passes of a pair alike.
+    """
+    oracle, n = prob["oracle"], prob["oracle"].n_blocks
+    serial, ratios, serial_s, pipe_s = warm.copy(), [], [], []
+
+    def serial_pass(seed: int) -> float:
+        order = np.random.default_rng(seed).integers(0, n, size=n).astype(np.intp)
+        start = time.perf_counter()
+        _fw.bcfw_pass(oracle, serial, order, True)
+        return time.perf_counter() - start
+
+    with Pipeline(oracle, warm.copy(), lag, args.workers) as pipe:
+
+        def pipelined_pass(seed: int) -> float:
+            start = time.perf_counter()
+            pipe.one_pass(np.random.default_rng(seed))
+            return time.perf_counter() - start
+
+        serial_pass(98)
+        pipelined_pass(99)
+        for k in range(args.pairs):
+            if k % 2:
+                p_s = pipelined_pass(100 + k)
+                s_s = serial_pass(100 + k)
+            else:
+                s_s = serial_pass(100 + k)
+                p_s = pipelined_pass(100 + k)
+            serial_s.append(s_s)
+            pipe_s.append(p_s)
+            ratios.append(s_s / p_s)
+        executor = "pipeline-c" if pipe.path == "compiled" else "pipeline"
+    return {"executor": executor, "lag": lag, "kind": "pairs", "pairs": args.pairs,
+            "paired_speedup": statistics.median(ratios), "paired_min": min(ratios),
+            "paired_max": max(ratios), "serial_s": statistics.median(serial_s),
+            "pass_s": statistics.median(pipe_s)}
+
+
 def _passes_to(curve: list[tuple[int, float]], target: float) -> float | None:
     """The passes where the checked gaps first reach ``target``, interpolated in
     log(gap) between checks (``_report.reach``; None if never): the first checked
@@ -329,6 +381,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--python-pipeline", action="store_true",
                         help="also time the Python pipelined passes where the compiled ones "
                         "run (executor 'pipeline' beside 'pipeline-c')")
+    parser.add_argument("--pairs", type=int, default=0, metavar="N",
+                        help="also time N interleaved pairs of a serial BCFW pass and a "
+                        "pipelined pass for every lag (each pair's speed-up; median and "
+                        "range)")
     parser.add_argument("--pipeline-step", default="fw",
                         help="block step of the pipelined runs with caching")
     parser.add_argument("--w-bytes", type=int, default=0, metavar="ROUNDS",
@@ -346,7 +402,7 @@ def main(argv: list[str] | None = None) -> dict:
     command, machine = print_header("bench_parallel.py", argv)
     if args.w_bytes and "dask" not in args.executors:
         parser.error("--w-bytes measures the Dask executor: keep dask in --executors")
-    timing_rows, curve_rows, w_rows, problems = [], [], [], {}
+    timing_rows, curve_rows, w_rows, pair_rows, problems = [], [], [], [], {}
     with contextlib.ExitStack() as stack:
         executors = {name: _executor(name, stack, args.workers) for name in args.executors}
         for pname in args.problems:
@@ -397,6 +453,15 @@ def main(argv: list[str] | None = None) -> dict:
                                  f" of which idle {row['helper_idle_s']:.4f}, master's share "
                                  f"of calls {row['master_share']:.3f}")
                     print(line + ")  (s per pass)")
+                if args.pairs > 0:
+                    row = _time_pairs(prob, lag, args, warm)
+                    row["problem"] = pname
+                    pair_rows.append(row)
+                    print(f"  {row['executor']} L={lag}: {row['pairs']} interleaved pairs "
+                          f"with serial BCFW: speed-up {row['paired_speedup']:.3f} (min "
+                          f"{row['paired_min']:.3f}, max {row['paired_max']:.3f}); median "
+                          f"pass {row['serial_s']:.4f} s serial, {row['pass_s']:.4f} s "
+                          "pipelined")
             seeds = args.seeds[:args.pose_seeds] if pname == "pose" else args.seeds
             if args.auto:
                 for row in _auto_runs(prob, seeds, args):
@@ -440,6 +505,7 @@ def main(argv: list[str] | None = None) -> dict:
                       f"{len(seeds)} seeds) {statistics.median(finals):.4g}")
     report = {"command": command, "machine": machine, "problems": problems,
               "timings": timing_rows, "curves": curve_rows, "w_bytes": w_rows,
+              "pairs": pair_rows,
               "load_average": os.getloadavg()}
     _summarise(report, args)
     if args.csv:
@@ -448,11 +514,12 @@ def main(argv: list[str] | None = None) -> dict:
                 "helper_idle_s", "master_share", "answers_s",
                 "steps_s", "bytes", "rounds", "first_round_bytes", "bytes_per_round",
                 "max_bytes_per_round", "dense_messages", "w_messages", "gap",
-                "gap_avg", "time"]
+                "gap_avg", "time", "pairs", "paired_speedup", "paired_min", "paired_max",
+                "serial_s"]
         with atomic_write(args.csv, "w") as f:
             writer = csv.DictWriter(f, fieldnames=keys)
             writer.writeheader()
-            for row in timing_rows + curve_rows + w_rows:
+            for row in timing_rows + curve_rows + w_rows + pair_rows:
                 writer.writerow({k: row.get(k, "") for k in keys})
         print(f"wrote {args.csv}")
     if args.png:
@@ -541,8 +608,9 @@ def _summarise_pipeline(report: dict, pname: str, bcfw_pass_s: float | None, arg
                         summary: dict) -> None:
     """Pipelined runs: pass time against serial BCFW's, passes to BCFW's gap and, from
     both, the time to BCFW's gap over serial BCFW's (``time_to_bcfw_gap_vs_bcfw``; the
-    issue's targets are <= 0.70 on OCR-large, <= 0.60 on CoNLL).  The curves are the
-    same for the compiled (``pipeline-c``) and the Python passes (``pipeline``)."""
+    issue's targets are <= 0.70 on OCR-large, <= 0.60 on CoNLL), and the same from the
+    interleaved pairs of ``--pairs`` (``paired_*``).  The curves are the same for the
+    compiled (``pipeline-c``) and the Python passes (``pipeline``)."""
     curves = [r for r in report["curves"] if r["problem"] == pname]
     target = [r["gap_avg"] for r in curves
               if r.get("tau") == 1 and r["pass"] == args.target_passes]
@@ -552,6 +620,10 @@ def _summarise_pipeline(report: dict, pname: str, bcfw_pass_s: float | None, arg
             if bcfw_pass_s:
                 summary[f"{pname}/{r['executor']}/L={lag}/speedup_vs_bcfw"] = \
                     bcfw_pass_s / r["pass_s"]
+        paired = [r for r in report["pairs"] if r["problem"] == pname and r["lag"] == lag]
+        for r in paired:
+            summary[f"{pname}/{r['executor']}/L={lag}/paired_speedup_vs_bcfw"] = \
+                r["paired_speedup"]
         if not target:
             continue
         mine = [r for r in curves if r.get("lag") == lag]
@@ -565,6 +637,9 @@ def _summarise_pipeline(report: dict, pname: str, bcfw_pass_s: float | None, arg
                 if bcfw_pass_s:
                     summary[f"{pname}/{r['executor']}/L={lag}/time_to_bcfw_gap_vs_bcfw"] = \
                         passes * r["pass_s"] / (args.target_passes * bcfw_pass_s)
+            for r in paired:
+                summary[f"{pname}/{r['executor']}/L={lag}/paired_time_to_bcfw_gap_vs_bcfw"] = \
+                    passes / (args.target_passes * r["paired_speedup"])
 
 
 def _plot(report: dict, path: str) -> None:
