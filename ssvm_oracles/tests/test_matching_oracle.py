@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from ssvm_core import BruteForceOracle, solve
+from ssvm_core import BruteForceOracle, as_oracle, solve
+from ssvm_core.subgradient import subgradient_steps
 from ssvm_core.testing import check_oracle, enumerate_problem, scaled_examples
 from ssvm_data.synthetic import matching
 from ssvm_oracles import MatchingModel, MatchingOracle
@@ -197,3 +198,31 @@ def test_paper_scale_generator_is_learnable():
     zero = model.mean_loss(Y, model.predict(X, np.zeros(82)))
     learned = model.mean_loss(Y, model.predict(X, result.w))
     assert learned < 0.5 * zero
+
+
+def test_online_subgradient_steps_read_the_dense_psi_as_the_sparse_one():
+    """The matching oracle's psi is dense (``dense_psi``): ``subgradient_steps`` on it makes
+    the steps it makes on the same problem's brute force oracle (sparse psi, whose steps
+    ``ssvm_core``'s tests check against the rule written out)."""
+    rng = np.random.default_rng(5)
+    model = MatchingModel(precision_cost=1.0, recall_cost=2.0)
+    X = [rng.normal(size=(3, 3, 2)) for _ in range(4)]
+    Y = [list(model.enumerate_labellings(x))[rng.integers(10)] for x in X]
+    dense = model.bind(X, Y)
+    assert dense.dense_psi and not dense.needs_gil
+    runs = []
+    for oracle in (dense, as_oracle(BruteForceOracle(model, X, Y))):
+        d = oracle.n_features
+        w, w_avg, velocity, clock = rng_start(d), np.zeros(d), np.zeros(d), np.array([1.0])
+        positive = subgradient_steps(oracle, [0, 1, 2, 3, 1, 0, 2], 0.3, w, w_avg, velocity,
+                                     clock, learning_rate=0.5, decay_exponent=1.0,
+                                     decay_t0=2.0, momentum=0.4, averaging="squared")
+        runs.append((w, w_avg, velocity, positive))
+    for got, want in zip(runs[0][:3], runs[1][:3]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert runs[0][3] == runs[1][3]
+
+
+def rng_start(d):
+    """The same nonzero starting w for both runs."""
+    return np.random.default_rng(9).normal(size=d)

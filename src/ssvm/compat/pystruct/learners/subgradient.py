@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from ssvm.compat.pystruct.learners.base import BaseSSVM, bind_training_set, pystruct_primal
+from ssvm_core.subgradient import subgradient_steps
 
 
 class SubgradientSSVM(BaseSSVM):
@@ -19,7 +20,9 @@ class SubgradientSSVM(BaseSSVM):
     w <- w + eta_t d with eta_t = learning_rate / (t + decay_t0)^decay_exponent
     (constant when ``decay_exponent == 0``).  The loss-augmented decoding is
     ssvm's compiled oracle of the model; the update is this step rule, not
-    the Pegasos schedule of ``ssvm_core.SubgradientSSVM``.  There is no dual,
+    the Pegasos schedule of ``ssvm_core.SubgradientSSVM``, and online (one
+    example a step) it runs in compiled code,
+    ``ssvm_core.subgradient.subgradient_steps``.  There is no dual,
     hence no certificate: use ``FrankWolfeSSVM`` for one.
 
     Parameters
@@ -134,13 +137,16 @@ class SubgradientSSVM(BaseSSVM):
         n = oracle.n_blocks
         # NumPy's global random state on purpose: pystruct's np.random.seed habit.
         order = np.random.permutation(n) if self.shuffle else np.arange(n)  # noqa: NPY002
-        if self.n_jobs == 1 and self.batch_size in (None, 1):
-            positive = 0
-            for i in order:                      # online: a step per example
-                _, psi, _, score = oracle.solve_py(int(i), w)
-                positive += score > 0
-                self._step(psi, n, w)
-            return positive
+        if self.n_jobs == 1 and self.batch_size in (None, 1):     # online: a step per example
+            clock = np.array([self.t])
+            try:
+                return subgradient_steps(
+                    oracle, order, 1.0 / (self.C * n), w, self.w, self.grad_old, clock,
+                    learning_rate=self.learning_rate_, decay_exponent=self.decay_exponent,
+                    decay_t0=self.decay_t0, momentum=self.momentum,
+                    averaging=self.averaging or "none")
+            finally:                             # the steps made are kept
+                self.t = float(clock[0])
         positive = 0
         for batch in self._batches(order):
             at = w.copy()
@@ -166,6 +172,7 @@ class SubgradientSSVM(BaseSSVM):
             self.w = np.zeros(d)
             self.t = 0.0
         self.grad_old = np.zeros(d)
+        self.w = np.array(self.w, dtype=np.float64)     # the average, moved in place
         w = self.w.copy()
         start = time.time()
         if not warm_start or not hasattr(self, "objective_curve_"):
