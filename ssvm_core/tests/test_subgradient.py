@@ -184,6 +184,12 @@ def test_online_steps_refuse_bad_input():
                           np.array([0.0]), learning_rate=1.0)
     with pytest.raises(ValueError, match="block indices"):
         run(order=[oracle.n_blocks])
+    with pytest.raises(ValueError, match="integer block indices"):
+        run(order=[0.5])
+    with pytest.raises(ValueError, match="finite"):
+        run(w=np.full(d, np.nan))
+    with pytest.raises(ValueError, match="finite"):
+        run(clock=np.array([np.inf]))
     with pytest.raises(ValueError, match="w must be a writable"):
         run(w=np.zeros(d + 1))
     with pytest.raises(ValueError, match="w must be a writable"):

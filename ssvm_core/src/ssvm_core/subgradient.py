@@ -168,14 +168,18 @@ def subgradient_steps(oracle: MaxOracle, order, lam: float, w: np.ndarray, w_avg
     Raises
     ------
     TypeError, ValueError
-        For an oracle that is not a ``MaxOracle``, blocks outside [0, n), arrays of the
-        wrong shape, type or layout, or parameters outside their ranges.  The steps
+        For an oracle that is not a ``MaxOracle``, blocks that are not integers in
+        [0, n), arrays of the wrong shape, type or layout, a non-finite w or clock, or
+        parameters outside their ranges.  The steps
         completed before a failing oracle call are kept (w, the average, the velocity
         and the clock move step by step).
     """
     if not isinstance(oracle, MaxOracle):
         raise TypeError(f"oracle must be a bound MaxOracle, got {type(oracle).__name__}")
     lam = check_lam(lam)
+    order = np.asarray(order)
+    if order.size and not np.issubdtype(order.dtype, np.integer):
+        raise ValueError(f"order must hold integer block indices, got dtype {order.dtype}")
     order = np.ascontiguousarray(order, dtype=np.intp).reshape(-1)
     if order.size and (order.min() < 0 or order.max() >= oracle.n_blocks):
         raise ValueError(f"block indices outside [0, {oracle.n_blocks})")
@@ -186,6 +190,8 @@ def subgradient_steps(oracle: MaxOracle, order, lam: float, w: np.ndarray, w_avg
                 and arr.flags.c_contiguous and arr.flags.writeable):
             raise ValueError(f"{name} must be a writable, C-contiguous float64 array of shape "
                              f"{shape}")
+    if not (np.all(np.isfinite(w)) and np.isfinite(clock[0])):
+        raise ValueError("w and the clock must be finite (no NaN or infinity)")
     if not (np.isfinite(learning_rate) and learning_rate > 0):
         raise ValueError(f"learning_rate must be a finite positive number, got {learning_rate}")
     if not (np.isfinite(decay_exponent) and np.isfinite(decay_t0)):
