@@ -127,8 +127,8 @@ def subgradient_steps(oracle: MaxOracle, order, lam: float, w: np.ndarray, w_avg
     step t (``clock[0]``), with y* the oracle's answer for block i at w and
     psi = psi_i(y*),
 
-    - g = psi - lam w, a subgradient of -P scaled by n (the direction that
-      lowers the primal);
+    - g = psi - lam w, minus a stochastic subgradient of the primal P (its mean over
+      the blocks is minus a subgradient of P);
     - with momentum m: g <- (1 - m) g + m ``velocity``; ``velocity`` <- g;
     - w <- w + eta_t g with eta_t = learning_rate / (t + decay_t0)^decay_exponent
       (learning_rate when ``decay_exponent`` is 0);
