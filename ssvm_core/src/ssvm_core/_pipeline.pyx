@@ -65,6 +65,7 @@ from ssvm_core._pthread cimport (
 )
 
 from ssvm_core.step_counts import StepCounts
+from ssvm_core.validation import check_order
 
 
 cdef extern from *:
@@ -504,8 +505,7 @@ cdef class CompiledPipeline:
         if n == 0:
             return 0
         state = self.state
-        if np.asarray(order).min() < 0 or np.asarray(order).max() >= self.oracle.n_blocks:
-            raise ValueError(f"block indices outside [0, {self.oracle.n_blocks})")
+        check_order(order, self.oracle.n_blocks)
         reason = compiled_problem(self.oracle, state, self.n_threads)
         if reason is not None:
             raise ValueError(f"the compiled pipeline does not run this problem: {reason}")

@@ -21,7 +21,7 @@ from ssvm_core.options import ORDER_SAMPLINGS, sampling_order, validate
 from ssvm_core.oracles import as_oracle
 from ssvm_core.parallel import effective_n_jobs, score_pass
 from ssvm_core.pass_loop import Budgets, PassCounters, PassLoop
-from ssvm_core.validation import check_lam
+from ssvm_core.validation import check_lam, check_order
 
 
 @dataclass
@@ -177,12 +177,7 @@ def subgradient_steps(oracle: MaxOracle, order, lam: float, w: np.ndarray, w_avg
     if not isinstance(oracle, MaxOracle):
         raise TypeError(f"oracle must be a bound MaxOracle, got {type(oracle).__name__}")
     lam = check_lam(lam)
-    order = np.asarray(order)
-    if order.size and not np.issubdtype(order.dtype, np.integer):
-        raise ValueError(f"order must hold integer block indices, got dtype {order.dtype}")
-    order = np.ascontiguousarray(order, dtype=np.intp).reshape(-1)
-    if order.size and (order.min() < 0 or order.max() >= oracle.n_blocks):
-        raise ValueError(f"block indices outside [0, {oracle.n_blocks})")
+    order = check_order(order, oracle.n_blocks)
     d = oracle.n_features
     for name, arr, shape in (("w", w, (d,)), ("w_avg", w_avg, (d,)),
                              ("velocity", velocity, (d,)), ("clock", clock, (1,))):

@@ -41,6 +41,18 @@ def check_weights(w, n_features: int, layout: str | None = None) -> np.ndarray:
     return w
 
 
+def check_order(order, n_blocks: int) -> np.ndarray:
+    """``order``, the blocks of a pass in the order stepped (repeats allowed), as a
+    C-contiguous intp vector; ``ValueError`` unless it holds integers in [0, n_blocks)."""
+    order = np.asarray(order)
+    if order.size and not np.issubdtype(order.dtype, np.integer):
+        raise ValueError(f"order must hold integer block indices, got dtype {order.dtype}")
+    order = np.ascontiguousarray(order, dtype=np.intp).reshape(-1)
+    if order.size and (order.min() < 0 or order.max() >= n_blocks):
+        raise ValueError(f"block indices outside [0, {n_blocks})")
+    return order
+
+
 def check_box(box, n_features: int) -> tuple[np.ndarray, np.ndarray]:
     """``box = (lower, upper)`` as two float64 vectors of length ``n_features``.
 
